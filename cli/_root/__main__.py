@@ -1,0 +1,5 @@
+"""``python -m ctxfold`` runs the command line."""
+
+from ctxfold.cli.app import main
+
+main()

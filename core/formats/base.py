@@ -1,0 +1,106 @@
+"""The reader interface every format implements, and small helpers they share.
+
+A format module exposes ``NAME``, ``sniff(objs) -> int`` (0 = not mine, 100 = certainly
+mine, judged from the first parsed lines) and a ``Reader`` class. The loader feeds the
+reader one parsed line at a time and it yields entries, so memory stays flat however long
+the file is. A reader raises :class:`LineError` (no path; the loader adds it) for a line it
+cannot make sense of; with ``--skip-invalid`` the loader reports the line and goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ctxfold.core.errors import LineError
+from ctxfold.core.transcript.model import Entry
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One parsed JSONL line: its 1-based number, its JSON value and its size in bytes."""
+
+    no: int
+    data: Any
+    size: int
+
+
+class Reader(Protocol):
+    def feed(self, line: Line) -> Iterable[Entry]: ...
+
+    def finish(self) -> Iterable[Entry]: ...
+
+
+def obj(line: Line) -> dict[str, Any]:
+    """The line's JSON object, or a LineError if it is something else."""
+    if not isinstance(line.data, dict):
+        raise LineError(f"expected a JSON object, got {type(line.data).__name__}", line.no)
+    return line.data
+
+
+def need(d: Mapping[str, Any], key: str, line: Line, typ: type | tuple[type, ...] = object) -> Any:
+    """``d[key]``, or a LineError naming the missing or mistyped field."""
+    if key not in d or d[key] is None:
+        raise LineError(f"missing required field {key!r}", line.no)
+    value = d[key]
+    if typ is not object and not isinstance(value, typ):
+        want = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+        raise LineError(f"field {key!r} should be {want}, got {type(value).__name__}", line.no)
+    return value
+
+
+def as_int(value: Any) -> int:
+    """Token counts arrive as ints, floats or numeric strings; anything else counts as 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+def rest(d: Mapping[str, Any], used: Iterable[str]) -> dict[str, Any]:
+    """The fields of ``d`` not in ``used``: what goes into an ``extra`` mapping."""
+    skip = set(used)
+    return {k: v for k, v in d.items() if k not in skip}
+
+
+class ListReader:
+    """Base for readers that turn each line into zero or more entries with no lookahead."""
+
+    def feed(self, line: Line) -> Iterable[Entry]:
+        raise NotImplementedError
+
+    def finish(self) -> Iterator[Entry]:
+        return iter(())
+
+
+_OVERFLOW_PATTERNS = (
+    # Anthropic: "prompt is too long: 200819 tokens > 200000 maximum"
+    re.compile(r"prompt is too long:\s*(?P<n>[\d,]+)\s*tokens?\s*>\s*(?P<limit>[\d,]+)", re.I),
+    # OpenAI: "maximum context length is 128000 tokens. However, your messages resulted in 135189 tokens"
+    re.compile(
+        r"maximum context length is (?P<limit>[\d,]+) tokens.*?resulted in (?P<n>[\d,]+) tokens", re.I | re.S
+    ),
+    # OpenAI Responses / others: "input (135189 tokens) exceeds the context window of 128000"
+    re.compile(r"\((?P<n>[\d,]+) tokens?\) exceeds the context (?:window|length) of (?P<limit>[\d,]+)", re.I),
+    # Gemini: "input token count (1048577) exceeds the maximum number of tokens allowed (1048576)"
+    re.compile(
+        r"input token count \((?P<n>[\d,]+)\) exceeds the maximum number of tokens allowed \((?P<limit>[\d,]+)\)",
+        re.I,
+    ),
+)
+
+
+def parse_overflow(message: str) -> tuple[int, int] | None:
+    """(prompt tokens, limit) when a provider error states them, else None."""
+    for pat in _OVERFLOW_PATTERNS:
+        m = pat.search(message)
+        if m:
+            return int(m["n"].replace(",", "")), int(m["limit"].replace(",", ""))
+    return None

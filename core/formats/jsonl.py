@@ -1,0 +1,68 @@
+"""Streaming JSONL: one parsed line at a time, with errors that name file, line and problem."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+from ctxfold.core.errors import InputError, LineError
+from ctxfold.core.formats.base import Line
+
+STDIN = "-"
+
+
+def open_binary(path: str | Path) -> BinaryIO:
+    if str(path) == STDIN:
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory", path) from None
+    except PermissionError:
+        raise InputError("permission denied", path) from None
+
+
+def _describe(raw: bytes, err: orjson.JSONDecodeError, last: bool) -> str:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return f"invalid UTF-8 at byte {u.start} of the line"
+    if last and not raw.endswith(b"\n"):
+        return f"truncated last line (invalid JSON at char {err.pos}; was the file still being written?)"
+    text = str(err).split(":", 1)[0]
+    size = len(raw)
+    big = f" ({size / 1e6:.1f} MB line)" if size > 1_000_000 else ""
+    return f"not valid JSON: {text} at char {err.pos}{big}"
+
+
+def iter_lines(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Line | LineError]:
+    """Yield each non-blank line parsed, or a LineError for a line that is not JSON.
+
+    Errors are yielded, not raised, so the caller decides between failing and skipping.
+    """
+    f = stream if stream is not None else open_binary(path)
+    try:
+        prev: bytes | None = None
+        no = 0
+        for raw in f:
+            if prev is not None and prev.strip():
+                yield _parse(prev, no, last=False)
+            no += 1
+            prev = raw
+        if prev is not None and prev.strip():
+            yield _parse(prev, no, last=True)
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def _parse(raw: bytes, no: int, last: bool) -> Line | LineError:
+    try:
+        return Line(no, orjson.loads(raw), len(raw))
+    except orjson.JSONDecodeError as err:
+        return LineError(_describe(raw, err, last), no)

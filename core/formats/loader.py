@@ -1,0 +1,125 @@
+"""Open a transcript: detect its format from the first lines, then stream its entries.
+
+``open_transcript`` returns at once with a lazy entry iterator; ``load`` materialises a
+:class:`Transcript`. Bad lines raise :class:`LineError` naming the file and line, or with
+``skip_invalid`` are collected in ``skipped`` and passed over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxfold.core.errors import EmptyInputError, LineError, UnknownFormatError
+from ctxfold.core.formats import registry
+from ctxfold.core.formats.base import Line, Reader
+from ctxfold.core.formats.jsonl import iter_lines
+from ctxfold.core.transcript.model import ContextUpdate, Entry, Message, Transcript
+
+SNIFF_LINES = 25
+
+
+@dataclass
+class Opened:
+    """An open transcript: its format and a one-shot iterator over its entries."""
+
+    path: str
+    format: str
+    entries: Iterator[Entry]
+    skipped: list[LineError] = field(default_factory=list)
+    bytes_read: int = 0
+    lines_read: int = 0
+
+
+def open_transcript(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> Opened:
+    path = str(path)
+    lines = iter_lines(path)
+    head: list[Line] = []
+    skipped: list[LineError] = []
+    for item in lines:
+        if isinstance(item, LineError):
+            if not skip_invalid:
+                raise item.with_path(path)
+            skipped.append(item.with_path(path))
+            continue
+        head.append(item)
+        if len(head) >= SNIFF_LINES:
+            break
+    if not head:
+        raise EmptyInputError("empty file: no JSON lines", path)
+    if fmt is None:
+        fmt, score = registry.detect([line.data for line in head])
+        if score == 0:
+            raise UnknownFormatError(
+                "unknown format: the first lines match no known transcript format "
+                f"(known: {', '.join(registry.FORMATS)}; pass --format to force one)",
+                path,
+            )
+    reader: Reader = registry.get(fmt).Reader()
+    opened = Opened(path, fmt, iter(()), skipped)
+    opened.entries = _stream(opened, reader, head, lines, skip_invalid)
+    return opened
+
+
+def _stream(
+    opened: Opened,
+    reader: Reader,
+    head: list[Line],
+    rest: Iterator[Line | LineError],
+    skip_invalid: bool,
+) -> Iterator[Entry]:
+    def all_lines() -> Iterator[Line | LineError]:
+        yield from head
+        yield from rest
+
+    for item in all_lines():
+        if isinstance(item, Line):
+            opened.bytes_read += item.size
+            opened.lines_read += 1
+            try:
+                yield from reader.feed(item)
+                continue
+            except LineError as err:
+                item = err
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+                item = LineError(
+                    f"unexpected structure for {opened.format} ({type(err).__name__}: {err})", item.no
+                )
+        if not skip_invalid:
+            raise item.with_path(opened.path)
+        opened.skipped.append(item.with_path(opened.path))
+    yield from reader.finish()
+
+
+def load(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> Transcript:
+    opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
+    return materialize(list(opened.entries), opened.format, opened.path)
+
+
+def materialize(entries: list[Entry], source_format: str, path: str | None = None) -> Transcript:
+    session_id: str | None = None
+    window: int | None = None
+    system: tuple[str, ...] = ()
+    tools: tuple = ()
+    models: dict[str, None] = {}
+    for e in entries:
+        if isinstance(e, ContextUpdate):
+            session_id = e.session_id or session_id
+            window = e.context_window or window
+            system = e.system if e.system is not None else system
+            tools = e.tools if e.tools is not None else tools
+            if e.model:
+                models[e.model] = None
+        elif isinstance(e, Message) and e.model:
+            models[e.model] = None
+    return Transcript(
+        source_format=source_format,
+        entries=tuple(entries),
+        path=path,
+        session_id=session_id,
+        models=tuple(models),
+        context_window=window,
+        system=system,
+        tools=tools,
+    )

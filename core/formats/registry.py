@@ -1,0 +1,52 @@
+"""The format registry: name → module, imported only when used.
+
+Each module exposes ``NAME``, ``DESCRIPTION``, ``sniff(objs) -> int`` and ``Reader``.
+Detection asks every format to score the first parsed lines and takes the best score.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from ctxfold.core.errors import UsageError
+
+_PKG = "ctxfold.core.formats"
+
+FORMATS: dict[str, str] = {
+    "ctxfold": f"{_PKG}.native",
+    "claude-code": f"{_PKG}.claude_code",
+    "codex": f"{_PKG}.codex",
+    "pi": f"{_PKG}.pi",
+    "litellm": f"{_PKG}.litellm",
+    "openhands": f"{_PKG}.openhands",
+    "openai-chat": f"{_PKG}.openai_chat",
+    "openai-responses": f"{_PKG}.openai_responses",
+    "anthropic": f"{_PKG}.anthropic",
+    "genai": f"{_PKG}.genai",
+}
+
+
+def did_you_mean(name: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (known: {', '.join(choices)})"
+
+
+def get(name: str) -> ModuleType:
+    if name not in FORMATS:
+        raise UsageError(f"unknown format {name!r}{did_you_mean(name, list(FORMATS))}")
+    return importlib.import_module(FORMATS[name])
+
+
+def detect(objs: Sequence[Any]) -> tuple[str, int]:
+    """The best-scoring format for these first parsed lines, with its score (0 = none)."""
+    best, score = "", 0
+    for name in FORMATS:
+        s = get(name).sniff(objs)
+        if s > score:
+            best, score = name, s
+    return best, score

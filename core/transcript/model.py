@@ -1,0 +1,241 @@
+"""The transcript model every format reads into and writes back from.
+
+Values are frozen dataclasses. Each carries a ``kind`` class attribute so code and JSON can
+tell them apart without ``isinstance`` chains. Whatever a format has that the model does not
+use is kept in ``extra`` (a mapping of the format's own field names), so a writer can put it
+back and a round trip loses nothing.
+
+Requests are not stored: a *model request* is recovered from the entries (see
+``transcript/requests.py``): the context sent is every main-branch entry before a run of
+assistant messages, and the run ends at the message carrying the provider's usage record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def _extra() -> Any:
+    return field(default_factory=dict, repr=False)
+
+
+# ----------------------------------------------------------------------------------- parts
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    """Reasoning. ``text`` may be empty when only a signature or encrypted blob was kept."""
+
+    text: str = ""
+    signature: str | None = None
+    encrypted: str | None = None
+    redacted: bool = False
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A call the model made. ``arguments`` is the JSON value (usually a dict) or, for
+    free-form tools and unparsable argument strings, the raw string."""
+
+    id: str
+    name: str
+    arguments: Any = None
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """An image, document or other blob. ``data`` is base64 text when inline, else ``url``."""
+
+    mime_type: str
+    data: str | None = None
+    url: str | None = None
+    byte_size: int | None = None
+    width: int | None = None
+    height: int | None = None
+    text: str | None = None  # extracted text of a document, when the format carries one
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "media"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """What a tool returned. ``content`` holds text and media parts."""
+
+    call_id: str
+    content: tuple[TextPart | MediaPart | OpaquePart, ...] = ()
+    name: str | None = None
+    is_error: bool = False
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "tool_result"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+@dataclass(frozen=True, slots=True)
+class OpaquePart:
+    """Anything not modelled (web search calls, server tools...): kept verbatim as JSON."""
+
+    data: Any
+    type: str = "opaque"
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "opaque"
+
+
+Part = Union[TextPart, ThinkingPart, ToolCallPart, ToolResultPart, MediaPart, OpaquePart]
+
+
+# --------------------------------------------------------------------------------- entries
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts the provider reported for one model response.
+
+    ``prompt_tokens`` is everything the model read, cached or not (Anthropic:
+    input + cache_creation + cache_read; OpenAI: prompt_tokens / input_tokens).
+    ``fields`` names the source fields each number came from, for ``--explain``.
+    """
+
+    prompt_tokens: int
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int | None = None
+    final: bool = True
+    model: str | None = None
+    context_window: int | None = None
+    fields: Mapping[str, str] = _extra()
+    kind: ClassVar[str] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    parts: tuple[Part, ...]
+    id: str | None = None
+    timestamp: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    branch: str | None = None  # None = main conversation; else a side chain (sub-agent) id
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "message"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionMarker:
+    """A compaction the recording tool itself performed.
+
+    After it the context is ``replacement`` when given (Codex), else the summary message that
+    follows (Claude Code) or ``summary`` plus the entries from ``first_kept_id`` (pi).
+    """
+
+    source: str
+    summary: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    trigger: str | None = None
+    first_kept_id: str | None = None
+    replacement: tuple[Message, ...] | None = None
+    id: str | None = None
+    timestamp: str | None = None
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "compaction"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """A request the provider refused. When the error states the prompt size
+    ("prompt is too long: 200819 tokens > 200000 maximum") it is a real count too."""
+
+    message: str
+    prompt_tokens: int | None = None
+    limit: int | None = None
+    id: str | None = None
+    timestamp: str | None = None
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "api_error"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] | None = None  # JSON schema
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "tool_def"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextUpdate:
+    """The request's fixed parts changed: system prompt, tools, model or window.
+
+    ``None`` means "unchanged"; an empty tuple means "now empty".
+    """
+
+    system: tuple[str, ...] | None = None
+    tools: tuple[ToolDef, ...] | None = None
+    model: str | None = None
+    context_window: int | None = None
+    session_id: str | None = None
+    extra: Mapping[str, Any] = _extra()
+    kind: ClassVar[str] = "context"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReset:
+    """A request log's next request does not extend the previous one: the conversation
+    restarted (new session, or the client rewrote history)."""
+
+    reason: str = ""
+    kind: ClassVar[str] = "reset"
+
+
+Entry = Union[Message, CompactionMarker, ApiError, ContextUpdate, ContextReset]
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A whole transcript, materialised. Streaming consumers use the entry iterator instead."""
+
+    source_format: str
+    entries: tuple[Entry, ...]
+    path: str | None = None
+    session_id: str | None = None
+    models: tuple[str, ...] = ()
+    context_window: int | None = None
+    system: tuple[str, ...] = ()
+    tools: tuple[ToolDef, ...] = ()
+    extra: Mapping[str, Any] = _extra()
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(e for e in self.entries if isinstance(e, Message))
