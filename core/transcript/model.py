@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -98,7 +98,7 @@ class OpaquePart:
     kind: ClassVar[str] = "opaque"
 
 
-Part = Union[TextPart, ThinkingPart, ToolCallPart, ToolResultPart, MediaPart, OpaquePart]
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | MediaPart | OpaquePart
 
 
 # --------------------------------------------------------------------------------- entries
@@ -219,7 +219,7 @@ class ContextReset:
     kind: ClassVar[str] = "reset"
 
 
-Entry = Union[Message, CompactionMarker, ApiError, ContextUpdate, ContextReset]
+Entry = Message | CompactionMarker | ApiError | ContextUpdate | ContextReset
 
 
 @dataclass(frozen=True, slots=True)
