@@ -1,0 +1,41 @@
+"""Shared test set-up: every test runs with a clean environment and private config dirs,
+and real transcripts come from ``../shared/fixtures-real`` (skipped cleanly when absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+REAL = Path(os.environ.get("CTXFOLD_REAL_FIXTURES", ROOT.parent / "shared" / "fixtures-real"))
+
+_SECRET_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "CTXFOLD_CONFIG")
+
+
+def real_files() -> list[Path]:
+    """Every real session file (empty when ../shared is absent)."""
+    return sorted(REAL.glob("*/*.jsonl")) if REAL.is_dir() else []
+
+
+def real(rel: str) -> Path:
+    """One real fixture by path relative to fixtures-real, or skip the test."""
+    path = REAL / rel
+    if not path.is_file():
+        pytest.skip(f"real fixture {rel} not available (../shared absent)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in _SECRET_VARS:
+        monkeypatch.delenv(var, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "120")
