@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import orjson
+
 from ctxfold.core.errors import InputError, LineError
 from ctxfold.core.formats.base import Line
 

@@ -6,13 +6,13 @@ Detection asks every format to score the first parsed lines and takes the best s
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
 from ctxfold.core.errors import UsageError
+from ctxfold.core.names import did_you_mean
 
 _PKG = "ctxfold.core.formats"
 
@@ -28,12 +28,6 @@ FORMATS: dict[str, str] = {
     "anthropic": f"{_PKG}.anthropic",
     "genai": f"{_PKG}.genai",
 }
-
-
-def did_you_mean(name: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} (known: {', '.join(choices)})"
 
 
 def get(name: str) -> ModuleType:

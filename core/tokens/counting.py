@@ -1,0 +1,201 @@
+"""Count what goes over the wire, per part, per message, per request.
+
+A message becomes *pieces*: texts to tokenize (batched across many messages, so tiktoken's
+threaded batch encoder does the work) and fixed counts (framing, images). Framing follows
+each provider's published or well-measured overheads; what is left unexplained (hidden
+system prompts, tokenizer differences) is the calibrator's job, not this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ctxfold.core.tokens import media
+from ctxfold.core.tokens.tokenizers import Tokenizer
+from ctxfold.core.transcript.model import (
+    MediaPart,
+    Message,
+    OpaquePart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+)
+
+CATEGORIES = ("system", "tools", "user", "assistant", "tool_calls", "tool_results", "media")
+
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """Tokens the provider adds around content."""
+
+    per_message: int
+    per_request: int  # reply priming / request preamble
+    tools_block: int  # fixed cost of having any tools (e.g. Anthropic's tool-use system prompt)
+    per_tool: int
+    per_tool_call: int
+    per_tool_result: int
+    thinking_sent: bool  # is thinking of the current turn sent back as input?
+
+
+FRAMING: dict[str, Framing] = {
+    # OpenAI cookbook: 3 per message, 3 reply priming; function defs ~7 each + 12 per block.
+    "openai": Framing(3, 3, 12, 7, 3, 3, thinking_sent=False),
+    # Anthropic: 346-token tool-use system prompt (auto tool choice); thinking of the current
+    # assistant turn is sent back, earlier turns' thinking is stripped by the API.
+    "anthropic": Framing(3, 3, 346, 3, 3, 3, thinking_sent=True),
+    "google": Framing(2, 2, 0, 4, 2, 2, thinking_sent=False),
+    "meta": Framing(4, 4, 20, 6, 3, 3, thinking_sent=False),
+    "other": Framing(3, 3, 12, 7, 3, 3, thinking_sent=False),
+}
+
+
+@dataclass(slots=True)
+class MessageCount:
+    """Token count of one message, split by category; ``thinking`` is included in ``total``."""
+
+    role: str
+    total: int = 0
+    by_category: dict[str, int] = field(default_factory=dict)
+    thinking: int = 0
+    id: str | None = None
+    preview: str = ""
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def _preview(msg: Message) -> str:
+    for p in msg.parts:
+        if isinstance(p, TextPart) and p.text.strip():
+            return " ".join(p.text.split())[:80]
+        if isinstance(p, ToolCallPart):
+            return f"[call {p.name}]"
+        if isinstance(p, ToolResultPart):
+            name = p.name or p.call_id
+            return f"[result of {name}] " + " ".join(p.text.split())[:60]
+        if isinstance(p, MediaPart):
+            return f"[{p.mime_type}]"
+    return ""
+
+
+class Counter:
+    """Counts messages, system prompts and tool definitions for one provider and tokenizer."""
+
+    def __init__(self, tokenizer: Tokenizer, provider: str = "other") -> None:
+        self.tokenizer = tokenizer
+        self.provider = provider if provider in FRAMING else "other"
+        self.framing = FRAMING[self.provider]
+
+    # ---------------------------------------------------------------- messages, batched
+
+    def count_messages(self, messages: Sequence[Message]) -> list[MessageCount]:
+        texts: list[str] = []
+        owners: list[tuple[int, str, bool]] = []  # (message index, category, is thinking)
+        counts: list[MessageCount] = []
+        f = self.framing
+        for i, msg in enumerate(messages):
+            mc = MessageCount(role=msg.role, id=msg.id, preview=_preview(msg))
+            base = _role_category(msg)
+            fixed = {base: f.per_message}
+            for part in msg.parts:
+                if isinstance(part, TextPart):
+                    texts.append(part.text)
+                    owners.append((i, base, False))
+                elif isinstance(part, ToolCallPart):
+                    texts.append(part.name + " " + _json(part.arguments))
+                    owners.append((i, "tool_calls", False))
+                    fixed["tool_calls"] = fixed.get("tool_calls", 0) + f.per_tool_call
+                elif isinstance(part, ToolResultPart):
+                    fixed["tool_results"] = fixed.get("tool_results", 0) + f.per_tool_result
+                    for sub in part.content:
+                        if isinstance(sub, MediaPart):
+                            fixed["media"] = fixed.get("media", 0) + self.media_tokens(sub, texts, owners, i)
+                        else:
+                            texts.append(sub.text if isinstance(sub, TextPart) else _json(sub.data))
+                            owners.append((i, "tool_results", False))
+                elif isinstance(part, ThinkingPart):
+                    if f.thinking_sent and part.text:
+                        texts.append(part.text)
+                        owners.append((i, "assistant", True))
+                elif isinstance(part, MediaPart):
+                    fixed["media"] = fixed.get("media", 0) + self.media_tokens(part, texts, owners, i)
+                elif isinstance(part, OpaquePart):
+                    texts.append(_json(part.data))
+                    owners.append((i, base, False))
+            mc.by_category = fixed
+            mc.total = sum(fixed.values())
+            counts.append(mc)
+        for (i, cat, thinking), n in zip(owners, self.tokenizer.count_batch(texts), strict=True):
+            mc = counts[i]
+            mc.by_category[cat] = mc.by_category.get(cat, 0) + n
+            mc.total += n
+            if thinking:
+                mc.thinking += n
+        return counts
+
+    def media_tokens(
+        self, part: MediaPart, texts: list[str], owners: list[tuple[int, str, bool]], i: int
+    ) -> int:
+        """Fixed tokens of an image or document; a document's text is queued for tokenizing."""
+        if part.mime_type.startswith("image/"):
+            return media.image_tokens(part, self.provider)
+        if part.text:
+            texts.append(part.text)
+            owners.append((i, "media", False))
+            return 0
+        if part.mime_type == "application/pdf":
+            return media.pdf_pages(part) * media.PDF_TOKENS_PER_PAGE
+        if part.data and part.mime_type.startswith("text/"):
+            import base64
+
+            texts.append(base64.b64decode(part.data + "=" * (-len(part.data) % 4)).decode("utf-8", "replace"))
+            owners.append((i, "media", False))
+            return 0
+        return 0
+
+    # ------------------------------------------------------------- fixed request parts
+
+    def count_system(self, system: Sequence[str]) -> int:
+        if not system:
+            return 0
+        return sum(self.tokenizer.count_batch(list(system))) + self.framing.per_message
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        """Tool definitions as the provider serializes them: name, description, JSON schema."""
+        if not tools:
+            return 0
+        texts = [_json(_tool_wire(t, self.provider)) for t in tools]
+        f = self.framing
+        return sum(self.tokenizer.count_batch(texts)) + f.tools_block + f.per_tool * len(tools)
+
+
+def _role_category(msg: Message) -> str:
+    if msg.role == "tool":
+        return "tool_results"
+    if msg.role == "system":
+        return "system"
+    return msg.role
+
+
+def _tool_wire(t: ToolDef, provider: str) -> dict[str, Any]:
+    schema = dict(t.parameters) if t.parameters else {"type": "object", "properties": {}}
+    if provider == "anthropic":
+        return {"name": t.name, "description": t.description, "input_schema": schema}
+    if provider == "google":
+        return {"name": t.name, "description": t.description, "parameters": schema}
+    return {
+        "type": "function",
+        "function": {"name": t.name, "description": t.description, "parameters": schema},
+    }

@@ -1,0 +1,246 @@
+"""Replay a transcript's entries and find its model requests, with their estimated sizes.
+
+A request starts at each run of main-branch assistant messages: what was sent is the
+system prompt, the tool definitions and every message of the current context before the
+run. The real count, when the log has one, is the usage on the run's last message (or the
+count stated in a "prompt is too long" error). Recorded compactions reset the context the
+way the recording tool did. Messages are tokenized in batches and the context keeps only
+per-message counts, so memory stays at what one request needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ctxfold.core.tokens.counting import CATEGORIES, Counter, MessageCount
+from ctxfold.core.transcript.model import (
+    ApiError,
+    CompactionMarker,
+    ContextReset,
+    ContextUpdate,
+    Entry,
+    Message,
+    TextPart,
+    ToolDef,
+    ToolResultPart,
+)
+
+BATCH_MESSAGES = 512
+BATCH_CHARS = 4_000_000
+
+
+@dataclass(slots=True)
+class Request:
+    """One model request found in the log."""
+
+    index: int
+    estimate: int
+    messages: int  # messages in the context sent
+    real: int | None = None
+    real_source: str | None = None  # "usage" | "error"
+    cache_read: int = 0
+    model: str | None = None
+    context_window: int | None = None
+    segment: int = 0  # bumps at every recorded compaction or reset
+    first_in_segment: bool = False
+
+
+@dataclass(slots=True)
+class RecordedCompaction:
+    before_request: int  # index of the next request after it
+    source: str
+    tokens_before: int | None
+    tokens_after: int | None
+    trigger: str | None
+
+
+@dataclass
+class Replay:
+    """State after replaying a whole stream: the request rows and the context now."""
+
+    requests: list[Request] = field(default_factory=list)
+    compactions: list[RecordedCompaction] = field(default_factory=list)
+    context: list[MessageCount] = field(default_factory=list)
+    by_category: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    system: tuple[str, ...] = ()
+    tools: tuple[ToolDef, ...] = ()
+    model: str | None = None
+    context_window: int | None = None
+    session_id: str | None = None
+    messages_seen: int = 0
+    side_messages: int = 0
+    side_requests: int = 0
+    per_request: int = 0
+
+    @property
+    def context_total(self) -> int:
+        return sum(self.by_category.values()) + self.per_request
+
+
+class SessionCounter:
+    """Feeds entries through a :class:`Counter` and keeps the replay state up to date."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+        self.state = Replay(per_request=counter.framing.per_request)
+        self._in_run = False
+        self._turn_thinking: list[int] = []  # context indices holding current-turn thinking
+        self._segment = 0
+        self._segment_has_real = False
+
+    def feed(self, entries: Iterable[Entry]) -> Replay:
+        """Replay ``entries`` (any iterable, consumed once) and return the final state."""
+        buf: list[Entry] = []
+        pending: list[Message] = []
+        chars = 0
+        for e in entries:
+            buf.append(e)
+            if isinstance(e, Message):
+                pending.append(e)
+                chars += sum(len(getattr(p, "text", "") or "") for p in e.parts)
+                if len(pending) >= BATCH_MESSAGES or chars >= BATCH_CHARS:
+                    self._flush(buf, pending)
+                    buf, pending, chars = [], [], 0
+        self._flush(buf, pending)
+        return self.state
+
+    def _flush(self, buf: list[Entry], pending: list[Message]) -> None:
+        counts = iter(self.counter.count_messages(pending))
+        for e in buf:
+            if isinstance(e, Message):
+                self._message(e, next(counts))
+            elif isinstance(e, ContextUpdate):
+                self._update(e)
+            elif isinstance(e, CompactionMarker):
+                self._compaction(e)
+            elif isinstance(e, ApiError):
+                self._api_error(e)
+            elif isinstance(e, ContextReset):
+                self._clear()
+
+    # ------------------------------------------------------------------------ entries
+
+    def _message(self, msg: Message, mc: MessageCount) -> None:
+        s = self.state
+        s.messages_seen += 1
+        if msg.branch is not None:
+            s.side_messages += 1
+            if msg.usage is not None and msg.usage.final:
+                s.side_requests += 1
+            return
+        if msg.role != "assistant":
+            self._in_run = False
+            if msg.role == "user" and _is_new_turn(msg):
+                self._strip_turn_thinking()
+            self._append(mc, thinking=False)
+            return
+        if not self._in_run:
+            self._open_request(msg.model)
+        if msg.usage is not None and msg.usage.final:
+            req = s.requests[-1]
+            req.real, req.real_source = msg.usage.prompt_tokens, "usage"
+            req.cache_read = msg.usage.cache_read_tokens
+            req.model = msg.usage.model or msg.model or req.model
+            if msg.usage.context_window:
+                req.context_window = s.context_window = msg.usage.context_window
+            self._segment_has_real = True
+            self._in_run = False  # the next assistant message is another response
+        self._append(mc, thinking=True)
+
+    def _open_request(self, model: str | None, real: int | None = None, source: str | None = None) -> Request:
+        s = self.state
+        req = Request(
+            index=len(s.requests),
+            estimate=s.context_total,
+            messages=len(s.context),
+            real=real,
+            real_source=source,
+            model=model or s.model,
+            context_window=s.context_window,
+            segment=self._segment,
+            first_in_segment=not self._segment_has_real,
+        )
+        s.requests.append(req)
+        self._in_run = True
+        return req
+
+    def _api_error(self, err: ApiError) -> None:
+        """A refused request that states its size: a real count for a request never answered."""
+        if err.prompt_tokens is None:
+            return
+        req = self._open_request(None, err.prompt_tokens, "error")
+        if err.limit:
+            req.context_window = err.limit
+        self._segment_has_real = True
+        self._in_run = False
+
+    def _append(self, mc: MessageCount, thinking: bool) -> None:
+        s = self.state
+        s.context.append(mc)
+        for cat, n in mc.by_category.items():
+            s.by_category[cat] = s.by_category.get(cat, 0) + n
+        if thinking and mc.thinking:
+            self._turn_thinking.append(len(s.context) - 1)
+
+    def _strip_turn_thinking(self) -> None:
+        """A new user turn: the API drops earlier turns' thinking from what it reads."""
+        s = self.state
+        for i in self._turn_thinking:
+            mc = s.context[i]
+            mc.total -= mc.thinking
+            mc.by_category["assistant"] -= mc.thinking
+            s.by_category["assistant"] -= mc.thinking
+            mc.thinking = 0
+        self._turn_thinking.clear()
+
+    def _update(self, u: ContextUpdate) -> None:
+        s = self.state
+        if u.system is not None:
+            s.system = u.system
+            s.by_category["system"] = self.counter.count_system(u.system)
+        if u.tools is not None:
+            s.tools = u.tools
+            s.by_category["tools"] = self.counter.count_tools(u.tools)
+        s.model = u.model or s.model
+        s.context_window = u.context_window or s.context_window
+        s.session_id = u.session_id or s.session_id
+
+    def _compaction(self, m: CompactionMarker) -> None:
+        s = self.state
+        kept: list[MessageCount] = []
+        if m.first_kept_id is not None:
+            ids = [mc.id for mc in s.context]
+            if m.first_kept_id in ids:
+                kept = s.context[ids.index(m.first_kept_id) :]
+        self._in_run = False
+        s.compactions.append(
+            RecordedCompaction(len(s.requests), m.source, m.tokens_before, m.tokens_after, m.trigger)
+        )
+        self._clear()
+        if m.replacement is not None:
+            for mc in self.counter.count_messages(m.replacement):
+                self._append(mc, thinking=False)
+        elif m.summary:
+            summary = Message("user", (TextPart(m.summary),))
+            self._append(self.counter.count_messages([summary])[0], thinking=False)
+        for mc in kept:
+            self._append(mc, thinking=False)
+
+    def _clear(self) -> None:
+        s = self.state
+        s.context = []
+        for cat in CATEGORIES:
+            if cat not in ("system", "tools"):
+                s.by_category[cat] = 0
+        self._turn_thinking.clear()
+        self._in_run = False
+        self._segment += 1
+        self._segment_has_real = False
+
+
+def _is_new_turn(msg: Message) -> bool:
+    """A user message with text and no tool results starts a new turn."""
+    return any(isinstance(p, TextPart) for p in msg.parts) and not any(
+        isinstance(p, ToolResultPart) for p in msg.parts
+    )
