@@ -23,7 +23,6 @@ from ctxfold.core.transcript.model import (
     Message,
     TextPart,
     ToolDef,
-    ToolResultPart,
 )
 
 BATCH_MESSAGES = 512
@@ -85,7 +84,6 @@ class SessionCounter:
         self.counter = counter
         self.state = Replay(per_request=counter.framing.per_request)
         self._in_run = False
-        self._turn_thinking: list[int] = []  # context indices holding current-turn thinking
         self._segment = 0
         self._segment_has_real = False
 
@@ -131,9 +129,7 @@ class SessionCounter:
             return
         if msg.role != "assistant":
             self._in_run = False
-            if msg.role == "user" and _is_new_turn(msg):
-                self._strip_turn_thinking()
-            self._append(mc, thinking=False)
+            self._append(mc)
             return
         if not self._in_run:
             self._open_request(msg.model)
@@ -146,7 +142,7 @@ class SessionCounter:
                 req.context_window = s.context_window = msg.usage.context_window
             self._segment_has_real = True
             self._in_run = False  # the next assistant message is another response
-        self._append(mc, thinking=True)
+        self._append(mc)
 
     def _open_request(self, model: str | None, real: int | None = None, source: str | None = None) -> Request:
         s = self.state
@@ -175,24 +171,11 @@ class SessionCounter:
         self._segment_has_real = True
         self._in_run = False
 
-    def _append(self, mc: MessageCount, thinking: bool) -> None:
+    def _append(self, mc: MessageCount) -> None:
         s = self.state
         s.context.append(mc)
         for cat, n in mc.by_category.items():
             s.by_category[cat] = s.by_category.get(cat, 0) + n
-        if thinking and mc.thinking:
-            self._turn_thinking.append(len(s.context) - 1)
-
-    def _strip_turn_thinking(self) -> None:
-        """A new user turn: the API drops earlier turns' thinking from what it reads."""
-        s = self.state
-        for i in self._turn_thinking:
-            mc = s.context[i]
-            mc.total -= mc.thinking
-            mc.by_category["assistant"] -= mc.thinking
-            s.by_category["assistant"] -= mc.thinking
-            mc.thinking = 0
-        self._turn_thinking.clear()
 
     def _update(self, u: ContextUpdate) -> None:
         s = self.state
@@ -220,12 +203,12 @@ class SessionCounter:
         self._clear()
         if m.replacement is not None:
             for mc in self.counter.count_messages(m.replacement):
-                self._append(mc, thinking=False)
+                self._append(mc)
         elif m.summary:
             summary = Message("user", (TextPart(m.summary),))
-            self._append(self.counter.count_messages([summary])[0], thinking=False)
+            self._append(self.counter.count_messages([summary])[0])
         for mc in kept:
-            self._append(mc, thinking=False)
+            self._append(mc)
 
     def _clear(self) -> None:
         s = self.state
@@ -233,14 +216,6 @@ class SessionCounter:
         for cat in CATEGORIES:
             if cat not in ("system", "tools"):
                 s.by_category[cat] = 0
-        self._turn_thinking.clear()
         self._in_run = False
         self._segment += 1
         self._segment_has_real = False
-
-
-def _is_new_turn(msg: Message) -> bool:
-    """A user message with text and no tool results starts a new turn."""
-    return any(isinstance(p, TextPart) for p in msg.parts) and not any(
-        isinstance(p, ToolResultPart) for p in msg.parts
-    )

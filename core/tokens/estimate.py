@@ -1,0 +1,177 @@
+"""``estimate``: the tokens of the request a model would see now, next to the real counts.
+
+The model (hence tokenizer, framing and window) is only known once the log names it, so the
+first entries are held back until a model appears (at most ``PEEK`` entries), then the
+whole stream is replayed through one :class:`SessionCounter`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxfold.core.config import Config
+from ctxfold.core.formats.loader import Opened, open_transcript
+from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.tokens.models import ResolvedModel, resolve
+from ctxfold.core.tokens.session import Replay, Request, SessionCounter
+from ctxfold.core.tokens.tokenizers import get_tokenizer
+from ctxfold.core.transcript.model import ContextUpdate, Entry, Message
+
+PEEK = 500
+
+
+@dataclass(frozen=True)
+class LargeMessage:
+    position: int  # index in the current context
+    role: str
+    tokens: int
+    preview: str
+
+
+@dataclass
+class FileEstimate:
+    path: str
+    format: str
+    model: ResolvedModel
+    replay: Replay
+    largest: list[LargeMessage]
+    skipped: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    lines_read: int = 0
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.replay.requests
+
+    @property
+    def context_tokens(self) -> int:
+        return self.replay.context_total
+
+    @property
+    def last_real(self) -> Request | None:
+        return next((r for r in reversed(self.replay.requests) if r.real is not None), None)
+
+    @property
+    def used_fraction(self) -> float:
+        return self.context_tokens / self.model.window if self.model.window else 0.0
+
+
+def estimate_file(
+    path: str | Path,
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    window: int | None = None,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    config: Config | None = None,
+    on_progress: Callable[[Opened], None] | None = None,
+) -> FileEstimate:
+    config = config or Config()
+    opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
+    entries = _with_progress(opened, on_progress) if on_progress else opened.entries
+    head, found_model, recorded = _peek_model(entries)
+    name = model or found_model or config.defaults.get("model")
+    resolved = resolve(
+        name,
+        window=window or config.defaults.get("window"),
+        recorded_window=recorded,
+        tokenizer=tokenizer or config.defaults.get("tokenizer"),
+        config_models=config.models,
+    )
+    counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
+    replay = SessionCounter(counter).feed(itertools.chain(head, entries))
+    if replay.context_window and not window and resolved.window_source != "config file":
+        resolved = resolve(
+            name,
+            recorded_window=replay.context_window,
+            tokenizer=resolved.tokenizer,
+            config_models=config.models,
+        )
+    return FileEstimate(
+        path=opened.path,
+        format=opened.format,
+        model=resolved,
+        replay=replay,
+        largest=_largest(replay, 10),
+        skipped=[str(e) for e in opened.skipped],
+        bytes_read=opened.bytes_read,
+        lines_read=opened.lines_read,
+    )
+
+
+def _peek_model(entries: Iterator[Entry]) -> tuple[list[Entry], str | None, int | None]:
+    """Read ahead until the log names its model; return what was read and what was found."""
+    head: list[Entry] = []
+    window: int | None = None
+    for e in entries:
+        head.append(e)
+        if isinstance(e, ContextUpdate):
+            window = e.context_window or window
+            if e.model:
+                return head, e.model, window
+        elif isinstance(e, Message) and e.branch is None:
+            name = e.model or (e.usage.model if e.usage else None)
+            if name:
+                return head, name, window or (e.usage.context_window if e.usage else None)
+        if len(head) >= PEEK:
+            break
+    return head, None, window
+
+
+def _largest(replay: Replay, n: int) -> list[LargeMessage]:
+    top = heapq.nlargest(n, enumerate(replay.context), key=lambda im: im[1].total)
+    return [LargeMessage(i, mc.role, mc.total, mc.preview) for i, mc in top]
+
+
+def _with_progress(opened: Opened, callback: Callable[[Opened], None]) -> Iterator[Entry]:
+    for i, e in enumerate(opened.entries):
+        if i % 256 == 0:
+            callback(opened)
+        yield e
+    callback(opened)
+
+
+def estimate_to_dict(r: FileEstimate) -> dict[str, Any]:
+    """The ``--json`` form of one file's estimate (schema: README, "estimate --json")."""
+    last = r.last_real
+    return {
+        "path": r.path,
+        "format": r.format,
+        "session_id": r.replay.session_id,
+        "model": r.model.name,
+        "provider": r.model.provider,
+        "tokenizer": r.model.tokenizer,
+        "window": r.model.window,
+        "window_source": r.model.window_source,
+        "requests": len(r.requests),
+        "requests_with_real": sum(1 for q in r.requests if q.real is not None),
+        "side_requests": r.replay.side_requests,
+        "recorded_compactions": len(r.replay.compactions),
+        "context_tokens": r.context_tokens,
+        "used_fraction": round(r.used_fraction, 4),
+        "breakdown": dict(r.replay.by_category),
+        "request_framing": r.replay.per_request,
+        "largest": [
+            {"position": m.position, "role": m.role, "tokens": m.tokens, "preview": m.preview}
+            for m in r.largest
+        ],
+        "last_real": None
+        if last is None
+        else {
+            "request": last.index,
+            "estimate": last.estimate,
+            "real": last.real,
+            "source": last.real_source,
+            "ratio": round(last.real / last.estimate, 4) if last.real and last.estimate else None,
+        },
+        "warnings": list(r.model.warnings),
+        "skipped_lines": r.skipped,
+        "lines": r.lines_read,
+        "bytes": r.bytes_read,
+    }
