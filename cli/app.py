@@ -5,7 +5,6 @@ Core and Rich are imported inside the commands so ``ctxfold --help`` starts fast
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -94,4 +93,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()
