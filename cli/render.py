@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from ctxfold.core.formats.loader import Opened
@@ -71,7 +72,7 @@ def estimate(results: Sequence[FileEstimate]) -> None:
 
 def _estimate_one(r: FileEstimate) -> None:
     m = r.model
-    out.print(f"[bold]{r.path}[/bold]  ({r.format})")
+    out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
     facts = [
         ("model", f"{m.name or '?'} ({m.provider}, tokenizer {m.tokenizer})"),
         ("window", f"{m.window:,} tokens ({m.window_source})"),
@@ -99,7 +100,7 @@ def _estimate_one(r: FileEstimate) -> None:
             )
         )
     for k, v in facts:
-        out.print(f"  {k:<12} {v}")
+        out.print(Text(f"  {k:<12} {v}"))
 
     table = Table(title=None, show_edge=False, pad_edge=False, box=None)
     table.add_column("part", style="cyan")
@@ -113,11 +114,11 @@ def _estimate_one(r: FileEstimate) -> None:
     out.print(table)
     if r.largest:
         big = Table(show_edge=False, pad_edge=False, box=None)
-        big.add_column("#", justify="right")
-        big.add_column("role")
-        big.add_column("tokens", justify="right")
-        big.add_column("largest messages", overflow="ellipsis", no_wrap=True, max_width=70)
+        big.add_column("#", justify="right", no_wrap=True, min_width=4)
+        big.add_column("role", no_wrap=True, min_width=9)
+        big.add_column("tokens", justify="right", no_wrap=True, min_width=7)
+        big.add_column("largest messages", overflow="ellipsis", no_wrap=True, ratio=1)
         for lm in r.largest:
-            big.add_row(str(lm.position), lm.role, f"{lm.tokens:,}", lm.preview)
+            big.add_row(str(lm.position), lm.role, f"{lm.tokens:,}", Text(lm.preview))
         out.print(big)
     out.print()
