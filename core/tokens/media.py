@@ -18,8 +18,9 @@ from ctxfold.core.transcript.model import MediaPart
 
 _HEAD_CHARS = 64 * 1024  # enough for PNG/GIF/WebP headers and JPEG SOF after typical EXIF
 
-ANTHROPIC_MAX_TOKENS = 1_600  # ~1.15 megapixels / 750
-OPENAI_MAX_TOKENS = 85 + 170 * 4 * 3  # 2048x768-ish worst case after scaling: 12 tiles... capped below
+ANTHROPIC_MAX_TOKENS = 1_600
+OPENAI_UNKNOWN_TOKENS = 85 + 170 * 6  # 768×1536 after scaling: the common worst case
+GOOGLE_UNKNOWN_TOKENS = 258 * 4
 GOOGLE_TILE_TOKENS = 258
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?!s)")
 PDF_TOKENS_PER_PAGE = 1_500  # Anthropic documents 1,500–3,000 text tokens per page; images extra
@@ -46,8 +47,11 @@ def dimensions(part: MediaPart) -> tuple[int, int] | None:
 
 
 def anthropic_image_tokens(w: int, h: int) -> int:
-    """Anthropic: scale so the long edge ≤ 1568 px and the area ≤ 1.15 MP, then w·h/750."""
-    scale = min(1.0, 1568 / max(w, h), math.sqrt(1_150_000 / (w * h)))
+    """Anthropic: scale so the long edge ≤ 1568 px and the image ≤ ~1,600 tokens, then w·h/750.
+
+    (Anthropic's table lists 1092×1092 as the largest square sent unresized: ≈1.19 MP.)
+    """
+    scale = min(1.0, 1568 / max(w, h), math.sqrt(ANTHROPIC_MAX_TOKENS * 750 / (w * h)))
     w2, h2 = int(w * scale), int(h * scale)
     return max(1, math.ceil(w2 * h2 / 750))
 
@@ -76,9 +80,9 @@ def image_tokens(part: MediaPart, provider: str) -> int:
     dims = dimensions(part)
     if provider == "openai":
         detail = str(part.extra.get("detail", "high")) if part.extra else "high"
-        return openai_image_tokens(*dims, detail=detail) if dims else 85 + 170 * 6
+        return openai_image_tokens(*dims, detail=detail) if dims else OPENAI_UNKNOWN_TOKENS
     if provider == "google":
-        return google_image_tokens(*dims) if dims else GOOGLE_TILE_TOKENS * 4
+        return google_image_tokens(*dims) if dims else GOOGLE_UNKNOWN_TOKENS
     return anthropic_image_tokens(*dims) if dims else ANTHROPIC_MAX_TOKENS
 
 

@@ -34,6 +34,11 @@ KINDS: dict[str, type] = {
     )
 }
 
+# A model field called "type" would clash with the discriminator: in JSON it is "<kind>_type".
+def _json_name(kind: str, field_name: str) -> str:
+    return f"{kind}_type" if field_name == "type" else field_name
+
+
 # Fields that hold nested model values, and whether they are tuples of them.
 _NESTED: dict[str, bool] = {
     "parts": True,
@@ -56,7 +61,7 @@ def encode(value: Any) -> dict[str, Any]:
             v = list(v)
         elif isinstance(v, Mapping):
             v = dict(v)
-        out[f.name] = v
+        out[_json_name(value.kind, f.name)] = v
     return out
 
 
@@ -68,13 +73,13 @@ def decode(data: Mapping[str, Any]) -> Any:
     if cls is None:
         raise ValueError(f"unknown type {kind!r}")
     names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - names - {"type"}
+    renamed = {_json_name(kind, n): n for n in names}
+    data = {renamed.get(k, k): v for k, v in data.items() if k != "type"}
+    unknown = set(data) - names
     if unknown:
         raise ValueError(f"unknown field(s) for {kind}: {', '.join(sorted(unknown))}")
     kwargs: dict[str, Any] = {}
     for key, v in data.items():
-        if key == "type":
-            continue
         if key in _NESTED and v is not None:
             if _NESTED[key]:
                 if not isinstance(v, list):

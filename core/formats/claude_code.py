@@ -1,0 +1,314 @@
+"""Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Claude Code writes one line per content block of a model response: the lines share
+``message.id`` (and ``requestId``) and each repeats the usage so far. Tool results of parallel
+calls may be written *between* those lines, even before the ``tool_use`` line they answer. So
+the reader keeps one pending assistant message, defers tool-result-only user lines while it is
+open, and emits the merged message (with the last line's usage) before them once a line of
+another response arrives. Bookkeeping lines (attachments, queue operations, snapshots, hook
+progress, titles...) carry nothing the model read and are dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ctxfold.core.formats.base import Line, as_int, need, obj, parse_overflow, rest
+from ctxfold.core.formats.claude_code_parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
+from ctxfold.core.transcript.model import (
+    ApiError,
+    CompactionMarker,
+    ContextUpdate,
+    Entry,
+    Message,
+    Part,
+    ToolResultPart,
+)
+
+NAME = "claude-code"
+DESCRIPTION = "Claude Code session log (~/.claude/projects/*/<session>.jsonl)"
+
+_LINE_USED = ("type", "message", "uuid", "timestamp")
+_MAX_HELD = 64  # tool results held for a call not yet seen; beyond this they are emitted as they are
+_BOOKKEEPING = frozenset(
+    {
+        "queue-operation",
+        "last-prompt",
+        "ai-title",
+        "custom-title",
+        "permission-mode",
+        "progress",
+        "attachment",
+    }
+)
+
+
+def _bookkeeping(d: dict[str, Any], t: Any) -> bool:
+    """A Claude Code line that is not part of the conversation (summary, snapshot, queue...)."""
+    if t == "summary":
+        return "leafUuid" in d
+    if t == "file-history-snapshot":
+        return "messageId" in d and "snapshot" in d
+    return t in _BOOKKEEPING and isinstance(d.get("sessionId"), str)
+
+
+def sniff(objs: Sequence[Any]) -> int:
+    """95 when a conversation line has Claude Code's own linkage fields, 60 for bookkeeping only."""
+    weak = False
+    for d in objs:
+        if not isinstance(d, dict):
+            continue
+        t = d.get("type")
+        if (
+            t in ("user", "assistant", "system")
+            and isinstance(d.get("sessionId"), str)
+            and "uuid" in d
+            and "parentUuid" in d
+        ):
+            return 95
+        weak = weak or _bookkeeping(d, t)
+    return 60 if weak else 0
+
+
+def _branch(d: dict[str, Any]) -> str | None:
+    if d.get("isSidechain") is True:
+        agent = d.get("agentId")
+        return agent if isinstance(agent, str) and agent else "sidechain"
+    return None
+
+
+def _api_error_text(d: dict[str, Any]) -> str:
+    """The innermost ``message`` of a system/api_error line's nested ``error`` objects."""
+    err: Any = d.get("error")
+    text = d.get("content") if isinstance(d.get("content"), str) else None
+    while isinstance(err, dict):
+        if isinstance(err.get("message"), str):
+            text = err["message"]
+        err = err.get("error")
+    if text is None:
+        text = err if isinstance(err, str) else "API error"
+    return text
+
+
+def _same(a: tuple[str, Any] | None, b: tuple[str, Any] | None) -> bool:
+    """Same response: same ``message.id``, and same ``requestId`` when both lines have one."""
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    return a[1] is None or b[1] is None or a[1] == b[1]
+
+
+class _Pending:
+    """One assistant response being assembled from its per-block lines."""
+
+    __slots__ = ("blocks", "branch", "first", "key", "last", "parts", "uuids")
+
+    def __init__(
+        self, d: dict[str, Any], msg: dict[str, Any], key: tuple[str, Any] | None, branch: str | None
+    ) -> None:
+        self.first = d
+        self.last = msg
+        self.key = key
+        self.branch = branch
+        self.blocks: list[Any] = []
+        self.parts: list[Part] = []
+        self.uuids: list[Any] = []
+
+    def add(self, d: dict[str, Any], msg: dict[str, Any], line: Line, names: dict[str, str]) -> None:
+        content = need(msg, "content", line, (list, str))
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        for b in content:
+            t = block_type(b, line)
+            if b in self.blocks:  # a line that repeats a block already seen
+                continue
+            self.blocks.append(b)
+            self.parts.append(assistant_part(b, t, line, names))
+        self.last = msg
+        self.uuids.append(d.get("uuid"))
+
+    def build(self) -> Message:
+        d, msg = self.first, self.last
+        model = msg.get("model")
+        extra = rest(d, _LINE_USED)
+        extra["message"] = rest(msg, ("content", "role"))
+        if len(self.uuids) > 1:
+            extra["uuids"] = self.uuids
+        return Message(
+            role="assistant",
+            parts=tuple(self.parts),
+            id=d.get("uuid"),
+            timestamp=d.get("timestamp"),
+            usage=usage_of(msg),
+            model=model if isinstance(model, str) and model != SYNTHETIC else None,
+            branch=self.branch,
+            extra=extra,
+        )
+
+
+class Reader:
+    def __init__(self) -> None:
+        self._pending: _Pending | None = None
+        self._deferred: list[Message] = []
+        self._names: dict[str, str] = {}
+        self._session: str | None = None
+        self._model: str | None = None
+
+    def feed(self, line: Line) -> Iterable[Entry]:
+        d = obj(line)
+        t = need(d, "type", line, str)
+        if t == "assistant":
+            return self._assistant(d, line)
+        if t == "user":
+            return self._user(d, line)
+        if t == "system":
+            return self._system(d, line)
+        return ()  # summary, attachment, progress, snapshots... and future bookkeeping types
+
+    def finish(self) -> Iterable[Entry]:
+        return self._flush()
+
+    def _flush(self, carry: bool = False) -> list[Entry]:
+        """Emit the pending response, then the tool results held back behind it.
+
+        With ``carry`` (another response starts), results whose ``tool_use`` line has not been
+        seen yet stay held: Claude Code sometimes writes a result before the call it answers.
+        """
+        out: list[Entry] = []
+        if self._pending is not None:
+            out.append(self._pending.build())
+            self._pending = None
+        held: list[Message] = []
+        for m in self._deferred:
+            orphan = any(
+                isinstance(p, ToolResultPart) and p.name is None and p.call_id not in self._names
+                for p in m.parts
+            )
+            if orphan and carry and len(held) < _MAX_HELD:
+                held.append(m)
+                continue
+            if any(
+                isinstance(p, ToolResultPart) and p.name is None and p.call_id in self._names for p in m.parts
+            ):
+                m = dataclasses.replace(m, parts=tuple(self._named(p) for p in m.parts))
+            out.append(m)
+        self._deferred = held
+        return out
+
+    def _named(self, p: Part) -> Part:
+        """A tool result that arrived before its call, with the call's tool name filled in."""
+        if isinstance(p, ToolResultPart) and p.name is None and p.call_id in self._names:
+            return dataclasses.replace(p, name=self._names.pop(p.call_id))
+        return p
+
+    def _context(self, d: dict[str, Any], out: list[Entry], model: str | None = None) -> None:
+        """Announce a new session id, or a new main-chain model, before the entry that uses it."""
+        sid = d.get("sessionId")
+        new_sid = sid if isinstance(sid, str) and sid != self._session else None
+        new_model = model if model is not None and model != self._model else None
+        if new_sid or new_model:
+            self._session = new_sid or self._session
+            self._model = new_model or self._model
+            out.append(ContextUpdate(model=new_model, session_id=new_sid))
+
+    def _assistant(self, d: dict[str, Any], line: Line) -> list[Entry]:
+        msg = need(d, "message", line, dict)
+        if d.get("isApiErrorMessage") is True:
+            out = self._flush()
+            self._context(d, out)
+            content = need(msg, "content", line, (list, str))
+            text = (
+                content
+                if isinstance(content, str)
+                else "\n".join(
+                    b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+                )
+            )
+            out.append(self._error(d, text))
+            return out
+        branch = _branch(d)
+        mid = msg.get("id")
+        key = (mid, d.get("requestId")) if isinstance(mid, str) else None
+        p = self._pending
+        if p is not None and _same(p.key, key) and p.branch == branch:
+            p.add(d, msg, line, self._names)
+            return []
+        out = self._flush(carry=True)
+        model = msg.get("model")
+        main_model = model if branch is None and isinstance(model, str) and model != SYNTHETIC else None
+        self._context(d, out, main_model)
+        p = _Pending(d, msg, key, branch)
+        p.add(d, msg, line, self._names)
+        self._pending = p
+        return out
+
+    def _user(self, d: dict[str, Any], line: Line) -> list[Entry]:
+        msg = need(d, "message", line, dict)
+        content = need(msg, "content", line, (str, list))
+        branch = _branch(d)
+        extra = rest(d, _LINE_USED)
+        more = rest(msg, ("content", "role"))
+        if more:
+            extra["message"] = more
+        message = Message(
+            role="user",
+            parts=user_parts(content, line, self._names),
+            id=d.get("uuid"),
+            timestamp=d.get("timestamp"),
+            branch=branch,
+            extra=extra,
+        )
+        p = self._pending
+        if (
+            p is not None
+            and p.branch == branch
+            and isinstance(content, list)
+            and content
+            and all(isinstance(x, ToolResultPart) for x in message.parts)
+        ):
+            self._deferred.append(message)  # more lines of the pending response may follow
+            return []
+        out = self._flush()
+        self._context(d, out)
+        out.append(message)
+        return out
+
+    def _system(self, d: dict[str, Any], line: Line) -> list[Entry]:
+        sub = d.get("subtype")
+        if sub == "compact_boundary":
+            out = self._flush()
+            self._context(d, out)
+            meta = d.get("compactMetadata")
+            meta = meta if isinstance(meta, dict) else {}
+            trigger = meta.get("trigger")
+            out.append(
+                CompactionMarker(
+                    source=NAME,
+                    tokens_before=as_int(meta["preTokens"]) if "preTokens" in meta else None,
+                    tokens_after=as_int(meta["postTokens"]) if "postTokens" in meta else None,
+                    trigger=trigger if isinstance(trigger, str) else None,
+                    id=d.get("uuid"),
+                    timestamp=d.get("timestamp"),
+                    extra=rest(d, ("type", "uuid", "timestamp")),
+                )
+            )
+            return out
+        if sub == "api_error":
+            out = self._flush()
+            self._context(d, out)
+            out.append(self._error(d, _api_error_text(d)))
+            return out
+        return []  # turn_duration, away_summary, stop_hook_summary, local_command...
+
+    @staticmethod
+    def _error(d: dict[str, Any], text: str) -> ApiError:
+        sizes = parse_overflow(text)
+        return ApiError(
+            message=text,
+            prompt_tokens=sizes[0] if sizes else None,
+            limit=sizes[1] if sizes else None,
+            id=d.get("uuid"),
+            timestamp=d.get("timestamp"),
+            extra=rest(d, ("uuid", "timestamp")),
+        )

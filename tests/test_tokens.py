@@ -1,0 +1,159 @@
+"""Tokenizers offline, image rules, model registry and per-part counting."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from ctxfold.core.errors import TokenizerError, UsageError
+from ctxfold.core.tokens import encodings, media
+from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.tokens.models import lookup, resolve
+from ctxfold.core.tokens.tokenizers import HeuristicTokenizer, get_tokenizer
+from ctxfold.core.transcript.model import MediaPart, Message, TextPart, ThinkingPart, ToolCallPart, ToolDef, ToolResultPart
+
+
+def test_encodings_build_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken.load
+
+    def no_download(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError("tiktoken tried to fetch its BPE file")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", no_download)
+    monkeypatch.setattr(tiktoken.load, "read_file_cached", no_download)
+    encodings._cache.clear()
+    enc = encodings.get_encoding("o200k_base")
+    # Known o200k ids for this text (tiktoken's own test vectors use "hello world" → [24912, 2375]).
+    assert enc.encode("hello world") == [24912, 2375]
+    assert encodings.get_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+    import tiktoken
+
+    assert tiktoken.get_encoding("o200k_base") is enc  # later get_encoding calls stay offline too
+    assert encodings.get_encoding("o200k_base") is enc  # cached per process
+
+
+def test_tampered_data_is_refused(tmp_path: Path) -> None:
+    real = encodings.data_file("cl100k_base").read_bytes()
+    raw = gzip.decompress(real).replace(b"IQ== 0", b"IQ== 1", 1)
+    bad = tmp_path / "cl100k_base.tiktoken.gz"
+    bad.write_bytes(gzip.compress(raw))
+    with pytest.raises(TokenizerError, match="does not match the value tiktoken pins"):
+        encodings.read_ranks("cl100k_base", bad)
+    with pytest.raises(TokenizerError, match="no offline data"):
+        encodings.read_ranks("p50k_base")
+
+
+def test_tiktoken_cache_dir_is_private() -> None:
+    import os
+
+    encodings._keep_tiktoken_offline()
+    assert not os.environ["TIKTOKEN_CACHE_DIR"].startswith("/tmp/data-gym-cache")
+    assert "ctxfold" in os.environ["TIKTOKEN_CACHE_DIR"]
+
+
+def test_heuristic_is_utf8_bytes_over_four() -> None:
+    h = HeuristicTokenizer()
+    assert h.count("abcdefgh") == 2
+    assert h.count("ééé") == 1  # 6 bytes, as Go's len() counts
+    assert h.count_batch(["abcd", ""]) == [1, 0]
+
+
+def test_batch_equals_single_counts() -> None:
+    tok = get_tokenizer("o200k")
+    texts = ["hello world", "def f(x):\n    return x * 2\n", "日本語のテキスト", "", '{"a": [1, 2, 3]}'] * 3
+    assert tok.count_batch(texts) == [tok.count(t) for t in texts]
+
+
+def test_unknown_tokenizer_suggests() -> None:
+    with pytest.raises(UsageError, match="did you mean 'o200k'"):
+        get_tokenizer("o200")
+
+
+def _png(w: int, h: int, fmt: str = "PNG") -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), (200, 10, 10)).save(buf, fmt)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+@pytest.mark.parametrize(("w", "h", "fmt"), [(640, 480, "PNG"), (3000, 1000, "JPEG"), (17, 33, "GIF"), (800, 600, "WEBP")])
+def test_dimensions_come_from_the_header(w: int, h: int, fmt: str) -> None:
+    part = MediaPart(f"image/{fmt.lower()}", data=_png(w, h, fmt))
+    assert media.dimensions(part) == (w, h)
+
+
+def test_image_rules() -> None:
+    # Anthropic docs: 1000×1000 ≈ 1334 tokens; 1092×1092 ≈ 1590 (max size without resizing)
+    assert media.anthropic_image_tokens(1000, 1000) == 1334
+    assert 1580 <= media.anthropic_image_tokens(1092, 1092) <= 1600
+    assert media.anthropic_image_tokens(4000, 4000) <= 1600  # resized to ≤ 1.15 MP first
+    # OpenAI docs: 1024×1024 high → 765; 2048×4096 → 1105; low detail → 85
+    assert media.openai_image_tokens(1024, 1024) == 765
+    assert media.openai_image_tokens(2048, 4096) == 1105
+    assert media.openai_image_tokens(4096, 8192, detail="low") == 85
+    assert media.google_image_tokens(300, 300) == 258
+    assert media.google_image_tokens(1000, 1000) == 258 * 4
+
+
+def test_unreadable_image_costs_the_maximum_not_zero() -> None:
+    part = MediaPart("image/png", data=base64.b64encode(b"not an image at all").decode())
+    assert media.dimensions(part) is None
+    assert media.image_tokens(part, "anthropic") == media.ANTHROPIC_MAX_TOKENS
+
+
+def test_model_registry_prefix_and_routing() -> None:
+    assert lookup("claude-sonnet-4-5-20250929").family == "claude-sonnet-4"  # type: ignore[union-attr]
+    assert lookup("openrouter/meta-llama/llama-4-maverick").family == "llama-4-maverick"  # type: ignore[union-attr]
+    assert lookup("gpt-4o-mini-2024-07-18").provider == "openai"  # type: ignore[union-attr]
+    assert lookup("gpt-4-0613").tokenizer == "cl100k"  # type: ignore[union-attr]
+    assert lookup("my-local-model") is None
+
+
+def test_window_precedence_and_unknown_warning() -> None:
+    assert resolve("gpt-5-codex").window == 400_000
+    assert resolve("gpt-5-codex", recorded_window=272_000).window_source == "recorded in the log"
+    conf = {"gpt-5-codex": {"window": 300_000}}
+    assert resolve("gpt-5-codex", recorded_window=272_000, config_models=conf).window == 300_000
+    assert resolve("gpt-5-codex", window=1000, config_models=conf).window == 1000
+    unknown = resolve("my-local-model")
+    assert unknown.window == 128_000 and unknown.window_source == "default"
+    assert "unknown model 'my-local-model'" in unknown.warnings[0]
+
+
+def test_counting_splits_by_category() -> None:
+    tok = get_tokenizer("o200k")
+    counter = Counter(tok, "openai")
+    msgs = [
+        Message("user", (TextPart("please read a.py"),)),
+        Message("assistant", (ToolCallPart("c1", "read_file", {"path": "a.py"}),)),
+        Message("tool", (ToolResultPart("c1", (TextPart("print('hi')"),), name="read_file"),)),
+        Message("user", (MediaPart("image/png", data=_png(1024, 1024)),)),
+    ]
+    counts = counter.count_messages(msgs)
+    assert counts[0].by_category == {"user": 3 + tok.count("please read a.py")}
+    assert counts[1].by_category["tool_calls"] == 3 + tok.count('read_file {"path":"a.py"}')
+    assert counts[2].by_category["tool_results"] == 3 + 3 + tok.count("print('hi')")
+    assert counts[3].by_category["media"] == 765
+    assert all(c.total == sum(c.by_category.values()) for c in counts)
+
+
+def test_thinking_counts_for_anthropic_only() -> None:
+    tok = get_tokenizer("o200k")
+    msg = Message("assistant", (ThinkingPart("let me think about this"), ThinkingPart(signature="s" * 1000)))
+    anth = Counter(tok, "anthropic").count_messages([msg])[0]
+    assert anth.thinking == tok.count("let me think about this") + 340
+    assert Counter(tok, "openai").count_messages([msg])[0].thinking == 0
+
+
+def test_tool_definitions_are_counted_as_serialized() -> None:
+    tok = get_tokenizer("o200k")
+    tools = [ToolDef("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})]
+    openai = Counter(tok, "openai").count_tools(tools)
+    anthropic = Counter(tok, "anthropic").count_tools(tools)
+    assert openai > 20
+    assert anthropic > openai + 300  # Anthropic's tool-use system prompt
+    assert Counter(tok, "openai").count_tools([]) == 0
