@@ -15,7 +15,15 @@ from ctxfold.core.tokens import encodings, media
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.tokens.models import lookup, resolve
 from ctxfold.core.tokens.tokenizers import HeuristicTokenizer, get_tokenizer
-from ctxfold.core.transcript.model import MediaPart, Message, TextPart, ThinkingPart, ToolCallPart, ToolDef, ToolResultPart
+from ctxfold.core.transcript.model import (
+    MediaPart,
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+)
 
 
 def test_encodings_build_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,7 +88,9 @@ def _png(w: int, h: int, fmt: str = "PNG") -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-@pytest.mark.parametrize(("w", "h", "fmt"), [(640, 480, "PNG"), (3000, 1000, "JPEG"), (17, 33, "GIF"), (800, 600, "WEBP")])
+@pytest.mark.parametrize(
+    ("w", "h", "fmt"), [(640, 480, "PNG"), (3000, 1000, "JPEG"), (17, 33, "GIF"), (800, 600, "WEBP")]
+)
 def test_dimensions_come_from_the_header(w: int, h: int, fmt: str) -> None:
     part = MediaPart(f"image/{fmt.lower()}", data=_png(w, h, fmt))
     assert media.dimensions(part) == (w, h)
@@ -151,7 +161,9 @@ def test_thinking_counts_for_anthropic_only() -> None:
 
 def test_tool_definitions_are_counted_as_serialized() -> None:
     tok = get_tokenizer("o200k")
-    tools = [ToolDef("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})]
+    tools = [
+        ToolDef("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
+    ]
     openai = Counter(tok, "openai").count_tools(tools)
     anthropic = Counter(tok, "anthropic").count_tools(tools)
     assert openai > 20

@@ -1,0 +1,138 @@
+"""Bad input: one line naming file, line and problem; exit 1 (2 for misuse); no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+from ctxfold.core.errors import EmptyInputError, LineError, UnknownFormatError
+from ctxfold.core.formats.loader import load, open_transcript
+
+runner = CliRunner()
+
+HEADER = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}
+USER = {"type": "message", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def jl(*objs: object) -> bytes:
+    return b"".join(orjson.dumps(o) + b"\n" for o in objs)
+
+
+CASES = {
+    "not-json": (jl(HEADER) + b"{not json}\n" + jl(USER), 2, "not valid JSON"),
+    "missing-field": (jl(HEADER, {"type": "message", "parts": []}), 2, "missing required field(s): role"),
+    "wrong-type": (
+        jl(HEADER, {"type": "message", "role": "user", "parts": "x"}),
+        2,
+        "'parts' should be a list",
+    ),
+    "bad-role": (jl(HEADER, {"type": "message", "role": "robot", "parts": []}), 2, "role should be"),
+    "invalid-utf8": (
+        jl(HEADER) + b'{"type":"message","role":"user","parts":[{"type":"text","text":"\xff\xfe"}]}\n',
+        2,
+        "invalid UTF-8",
+    ),
+    "truncated-last-line": (
+        jl(HEADER, USER) + b'{"type":"message","role":"user","par',
+        3,
+        "truncated last line",
+    ),
+    "not-an-object": (jl(HEADER) + b"[1, 2]\n", 2, "expected a JSON object"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_line_names_file_and_line(tmp_path: Path, case: str) -> None:
+    data, line, words = CASES[case]
+    path = write(tmp_path, f"{case}.jsonl", data)
+    with pytest.raises(LineError) as info:
+        load(path)
+    assert info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert words in str(info.value)
+
+    result = runner.invoke(app, ["estimate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:{line}:" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_skip_invalid_reports_and_goes_on(tmp_path: Path, case: str) -> None:
+    data, line, _ = CASES[case]
+    path = write(tmp_path, f"{case}.jsonl", data)
+    opened = open_transcript(path, skip_invalid=True)
+    entries = list(opened.entries)
+    assert [e.line for e in opened.skipped] == [line]
+    assert entries  # the header (and good lines) still came through
+    result = runner.invoke(app, ["estimate", "--skip-invalid", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert f"skipped {path}:{line}" in result.stderr
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "empty.jsonl", b"\n\n  \n")
+    with pytest.raises(EmptyInputError, match="empty file"):
+        load(path)
+    result = runner.invoke(app, ["estimate", str(path)])
+    assert result.exit_code == 1 and "empty file" in result.stderr
+
+
+def test_unknown_format(tmp_path: Path) -> None:
+    path = write(tmp_path, "weird.jsonl", jl({"foo": 1}, {"bar": [2]}))
+    with pytest.raises(UnknownFormatError, match="unknown format"):
+        load(path)
+    result = runner.invoke(app, ["estimate", str(path)])
+    assert result.exit_code == 1 and "unknown format" in result.stderr
+
+
+def test_fifty_megabyte_line(tmp_path: Path) -> None:
+    big = "x" * 50_000_000
+    good = write(tmp_path, "big.jsonl", jl(HEADER, {**USER, "parts": [{"type": "text", "text": big}]}))
+    t = load(good)
+    assert len(t.messages[0].text) == 50_000_000
+    bad = write(
+        tmp_path, "bigbad.jsonl", jl(HEADER) + b'{"type":"message","text":"' + big.encode() + b"\n" + jl(USER)
+    )
+    with pytest.raises(LineError) as info:
+        load(bad)
+    assert info.value.line == 2 and "50.0 MB line" in str(info.value)
+
+
+def test_misuse_exits_2(tmp_path: Path) -> None:
+    path = write(tmp_path, "ok.jsonl", jl(HEADER, USER))
+    for args in (
+        ["estimate", "--tokenizer", "o200", str(path)],
+        ["estimate", "--format", "claude", str(path)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, args
+        assert "did you mean" in result.stderr
+    assert runner.invoke(app, ["estimate", "--window", "0", str(path)]).exit_code == 2
+    assert runner.invoke(app, ["estimate", "--no-such-flag", str(path)]).exit_code == 2
+
+
+def test_missing_file_and_empty_directory(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["estimate", str(tmp_path / "nope.jsonl")])
+    assert result.exit_code == 1 and "no such file" in result.stderr
+    result = runner.invoke(app, ["estimate", str(tmp_path)])
+    assert result.exit_code == 1 and "no *.jsonl" in result.stderr
+
+
+def test_input_is_never_modified(tmp_path: Path) -> None:
+    data = jl(HEADER, USER)
+    path = write(tmp_path, "ro.jsonl", data)
+    path.chmod(0o444)
+    assert runner.invoke(app, ["estimate", str(path)]).exit_code == 0
+    assert path.read_bytes() == data

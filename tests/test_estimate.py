@@ -1,0 +1,170 @@
+"""`estimate` on real sessions and on hand-built transcripts, through the API and the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import FIXTURES, real, real_files
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+from ctxfold.core.tokens.encodings import get_encoding
+from ctxfold.core.tokens.estimate import estimate_file
+
+runner = CliRunner()
+SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
+
+# Main-branch model responses that carry a provider usage record, counted with jq/python over
+# the raw files by the reader tests (distinct message.id per Claude Code response whose model is
+# not <synthetic>; distinct consecutive token_count totals in Codex rollouts).
+REQUESTS_WITH_REAL = {
+    "claude-code/ccviewer-sample-v1.0.98-sidechains.jsonl": 9,
+    "claude-code/fundwise.jsonl": 71,
+    "claude-code/posthog-impact-dashboard.jsonl": 184,
+    "claude-code/privacy-x402.jsonl": 34,
+    "claude-code/raze-short.jsonl": 3,
+    "claude-code/scout-images.jsonl": 33,
+    "claude-code/solsmile-thirdparty-proxy.jsonl": 86,
+    "codex/edgerunner.jsonl": 173,
+    "codex/fundwise.jsonl": 4,
+    "codex/raze.jsonl": 18,
+    "codex/rivo-multiturn.jsonl": 13,
+}
+
+
+@pytest.mark.parametrize("rel", sorted(REQUESTS_WITH_REAL))
+def test_real_sessions_requests_and_counts(rel: str) -> None:
+    r = estimate_file(real(rel))
+    assert sum(q.real is not None for q in r.requests) == REQUESTS_WITH_REAL[rel]
+    # Within one segment (no compaction or reset) the context only grows.
+    for a, b in zip(r.requests, r.requests[1:], strict=False):
+        if a.segment == b.segment:
+            assert b.estimate >= a.estimate, (a, b)
+    assert r.context_tokens >= r.requests[-1].estimate
+    assert r.model.window > 0 and r.model.tokenizer == "o200k"
+
+
+@pytest.mark.parametrize("path", real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_real_file_estimates(path: Path) -> None:
+    r = estimate_file(path)
+    assert r.requests, "every real session has at least one model request"
+    assert r.context_tokens > 0
+    assert sum(r.replay.by_category.values()) + r.replay.per_request == r.context_tokens
+    assert len(r.largest) == min(10, len(r.replay.context))
+    assert [m.tokens for m in r.largest] == sorted((m.tokens for m in r.largest), reverse=True)
+
+
+def test_codex_window_is_the_recorded_one() -> None:
+    r = estimate_file(real("codex/raze.jsonl"))
+    assert r.model.window == 258_400 and r.model.window_source == "recorded in the log"
+    assert estimate_file(real("codex/raze.jsonl"), window=100_000).model.window == 100_000
+
+
+def test_sample_estimate_matches_an_independent_count() -> None:
+    """Recount the bundled sample straight from its JSON with tiktoken and the Anthropic framing."""
+    enc = get_encoding("o200k_base")
+    lines = [orjson.loads(x) for x in SAMPLE.read_bytes().splitlines()]
+    header, entries = lines[0], lines[1:]
+    system = sum(len(enc.encode_ordinary(s)) for s in header["system"]) + 3
+    tools = 346 + sum(
+        3
+        + len(
+            enc.encode_ordinary(
+                orjson.dumps(
+                    {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+                ).decode()
+            )
+        )
+        for t in header["tools"]
+    )
+    body = 0
+    for e in entries:
+        body += 3
+        for p in e["parts"]:
+            if p["type"] == "text" or p["type"] == "thinking":
+                body += len(enc.encode_ordinary(p["text"]))
+            elif p["type"] == "tool_call":
+                body += 3 + len(enc.encode_ordinary(p["name"] + " " + orjson.dumps(p["arguments"]).decode()))
+            elif p["type"] == "tool_result":
+                body += 3 + sum(len(enc.encode_ordinary(c["text"])) for c in p["content"])
+    r = estimate_file(SAMPLE)
+    assert r.replay.by_category["system"] == system
+    assert r.replay.by_category["tools"] == tools
+    assert r.context_tokens == system + tools + body + 3
+    assert len(r.requests) == sum(1 for e in entries if e.get("usage"))
+
+
+def test_cli_json_is_one_document(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["estimate", "--json", str(SAMPLE)])
+    assert result.exit_code == 0, result.stderr
+    doc = orjson.loads(result.stdout)
+    assert doc["command"] == "estimate" and doc["version"] == 1
+    f = doc["files"][0]
+    for key in (
+        "format",
+        "model",
+        "window",
+        "requests",
+        "context_tokens",
+        "breakdown",
+        "largest",
+        "last_real",
+    ):
+        assert key in f
+    assert f["format"] == "ctxfold" and f["requests"] == 8
+    assert f["last_real"]["real"] == 2560
+
+
+def test_cli_stdin_directory_and_heuristic(tmp_path: Path) -> None:
+    direct = orjson.loads(runner.invoke(app, ["estimate", "--json", str(SAMPLE)]).stdout)["files"][0]
+    piped = runner.invoke(app, ["estimate", "--json", "-"], input=SAMPLE.read_bytes())
+    assert piped.exit_code == 0, piped.stderr
+    assert orjson.loads(piped.stdout)["files"][0]["context_tokens"] == direct["context_tokens"]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (tmp_path / "b.jsonl").write_bytes(SAMPLE.read_bytes())
+    doc = orjson.loads(runner.invoke(app, ["estimate", "--json", str(tmp_path)]).stdout)
+    assert len(doc["files"]) == 2
+    heur = orjson.loads(runner.invoke(app, ["estimate", "--json", "-t", "heuristic", str(SAMPLE)]).stdout)
+    assert heur["files"][0]["tokenizer"] == "heuristic"
+    assert heur["files"][0]["context_tokens"] != direct["context_tokens"]
+
+
+def test_cli_text_output(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["estimate", str(SAMPLE)])
+    assert result.exit_code == 0
+    for words in (
+        "ctxfold",
+        "claude-sonnet-4-5",
+        "200,000 tokens",
+        "tool results",
+        "largest messages",
+        "last real",
+    ):
+        assert words in result.stdout
+
+
+def test_unknown_model_warns_on_stderr(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["estimate", "--model", "my-local-llm", str(SAMPLE)])
+    assert result.exit_code == 0
+    assert "unknown model 'my-local-llm'" in result.stderr
+    assert "128,000" in result.stderr
+
+
+def test_installed_entry_point_runs() -> None:
+    """One real subprocess of the installed console script (or the module when not on PATH)."""
+    exe = Path(sys.executable).with_name("ctxfold")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ctxfold"]
+    done = subprocess.run(
+        [*cmd, "estimate", "--json", str(SAMPLE)], capture_output=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert orjson.loads(done.stdout)["files"][0]["requests"] == 8
+    module = subprocess.run(
+        [sys.executable, "-m", "ctxfold", "--help"], capture_output=True, timeout=60, check=False
+    )
+    assert module.returncode == 0 and b"estimate" in module.stdout
