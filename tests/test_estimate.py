@@ -152,7 +152,16 @@ def test_unknown_model_warns_on_stderr(tmp_path: Path) -> None:
     result = runner.invoke(app, ["estimate", "--model", "my-local-llm", str(SAMPLE)])
     assert result.exit_code == 0
     assert "unknown model 'my-local-llm'" in result.stderr
-    assert "128,000" in result.stderr
+    assert "128,000" not in result.stderr  # the sample records its window
+    lines = SAMPLE.read_bytes().splitlines()
+    header = orjson.loads(lines[0])
+    del header["context_window"]
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
+    result = runner.invoke(app, ["estimate", "--model", "my-local-llm", str(bare)])
+    assert "128,000-token window" in result.stderr
+    doc = orjson.loads(runner.invoke(app, ["estimate", "--json", "--model", "my-local-llm", str(bare)]).stdout)
+    assert doc["files"][0]["window"] == 128_000 and doc["files"][0]["window_source"] == "default"
 
 
 def test_installed_entry_point_runs() -> None:

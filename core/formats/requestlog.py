@@ -38,8 +38,6 @@ class PrefixTracker:
             start += 1
         reset = n > 0 and not extends
         self._prev = keys
-        if start > n:  # the repeated response belongs to the history we have now seen
-            self._prev = keys[:start]
         self._responded = False
         return start, reset
 

@@ -111,7 +111,7 @@ def _build(name: str) -> tiktoken.Encoding:
     enc = tiktoken.Encoding(
         name=name, pat_str=_PATTERNS[name], mergeable_ranks=read_ranks(name), special_tokens=_SPECIAL[name]
     )
-    tiktoken.registry.ENCODINGS.setdefault(name, enc)
+    tiktoken.registry.ENCODINGS[name] = enc
     return enc
 
 

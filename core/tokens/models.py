@@ -2,7 +2,8 @@
 
 New model names are matched by the longest known prefix after dropping routing prefixes
 (``openrouter/anthropic/…``, ``litellm_proxy/…``, ``models/…``), so a dated or suffixed
-release (``claude-sonnet-4-5-20250929``) finds its family. The window is resolved in this
+release (``claude-sonnet-4-5-20250929``) finds its family; failing that, by the longest
+family name found inside it (``openrouter-llama-4-maverick``). The window is resolved in this
 order: ``--window`` > the config file's ``[models."NAME"]`` > the window recorded in the log
 > this table > a stated default. An unknown model is never guessed silently: the resolution
 carries a warning that says what was assumed.
@@ -92,6 +93,10 @@ def lookup(name: str | None) -> ModelInfo | None:
     for family, info in _BY_FAMILY.items():
         if key.startswith(family) and (best is None or len(family) > len(best.family)):
             best = info
+    if best is None:  # router-mangled names: "openrouter-llama-4-maverick"
+        for family, info in _BY_FAMILY.items():
+            if len(family) >= 6 and family in key and (best is None or len(family) > len(best.family)):
+                best = info
     return best
 
 
@@ -118,7 +123,6 @@ def resolve(
 ) -> ResolvedModel:
     info = lookup(name)
     conf = _config_for(name, config_models or {})
-    warnings: list[str] = []
     if window:
         win, source = window, "--window"
     elif conf.get("window"):
@@ -129,10 +133,13 @@ def resolve(
         win, source = info.window, f"model registry ({info.family})"
     else:
         win, source = DEFAULT_WINDOW, "default"
+    warnings: list[str] = []
+    if info is None and not conf:
         what = f"unknown model {name!r}" if name else "no model named in the transcript"
-        warnings.append(
-            f"{what}: assuming a {DEFAULT_WINDOW:,}-token window; pass --window or --model to set it"
-        )
+        assumed = f"the {tokenizer or DEFAULT_TOKENIZER} tokenizer and generic framing"
+        if source == "default":
+            assumed += f", and a {DEFAULT_WINDOW:,}-token window (pass --window to set it)"
+        warnings.append(f"{what}: assuming {assumed}")
     tok = tokenizer or conf.get("tokenizer") or (info.tokenizer if info else DEFAULT_TOKENIZER)
     return ResolvedModel(
         name=name,

@@ -1,0 +1,68 @@
+"""The threshold rule of the seeds: when is compaction due, and how big may a summary be.
+
+``buffer = 20,000`` for windows of 200,000 tokens or more (the seeds' off-by-one fix: ``>=``),
+else 20 % of the window; ``threshold = window − buffer``; the summary's output budget is
+``buffer × 0.5``. ``max_tokens`` (the seeds' ``WithMaxTokens``) replaces the window for the
+rule, and ``buffer`` may be set explicitly as tokens or a percentage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxfold.core.errors import UsageError
+
+LARGE_WINDOW = 200_000
+FIXED_BUFFER = 20_000
+SMALL_WINDOW_BUFFER_RATIO = 0.20
+SUMMARY_BUDGET_RATIO = 0.50
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    window: int
+    buffer: int
+    buffer_rule: str  # how the buffer was chosen, for --explain
+
+    @property
+    def threshold(self) -> int:
+        return self.window - self.buffer
+
+    @property
+    def summary_budget(self) -> int:
+        return int(self.buffer * SUMMARY_BUDGET_RATIO)
+
+    def due(self, tokens: int) -> bool:
+        """Compaction is due when the predicted request reaches the threshold."""
+        return tokens >= self.threshold
+
+
+def compute_buffer(window: int) -> tuple[int, str]:
+    if window >= LARGE_WINDOW:
+        return FIXED_BUFFER, f"fixed {FIXED_BUFFER:,} (window ≥ {LARGE_WINDOW:,})"
+    return int(window * SMALL_WINDOW_BUFFER_RATIO), f"20% of the window (window < {LARGE_WINDOW:,})"
+
+
+def parse_buffer(text: str, window: int) -> int:
+    """``"15000"`` → 15000; ``"12.5%"`` → 12.5 % of the window."""
+    t = text.strip()
+    try:
+        value = int(window * float(t[:-1]) / 100) if t.endswith("%") else int(t.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise UsageError(f"--buffer must be a token count or a percentage, not {text!r}") from None
+    if not 0 <= value < window:
+        raise UsageError(f"--buffer {text} must leave room in a {window:,}-token window")
+    return value
+
+
+def make_policy(window: int, *, max_tokens: int | None = None, buffer: str | int | None = None) -> Policy:
+    effective = max_tokens or window
+    if effective <= 0:
+        raise UsageError("the context window must be positive")
+    if buffer is None:
+        size, rule = compute_buffer(effective)
+    elif isinstance(buffer, int):
+        size, rule = buffer, "set explicitly"
+    else:
+        size, rule = parse_buffer(buffer, effective), f"set explicitly ({buffer})"
+    return Policy(effective, size, rule)
