@@ -18,6 +18,9 @@ from ctxfold.core.formats.jsonl import iter_lines
 from ctxfold.core.transcript.model import ContextUpdate, Entry, Message, Transcript
 
 SNIFF_LINES = 25
+# A reader bug (KeyError, TypeError…) on a strange line becomes a LineError naming the line, so
+# users never see a traceback. Tests set this to True to see such bugs instead.
+STRICT_READERS = False
 
 
 @dataclass
@@ -83,6 +86,8 @@ def _stream(
             except LineError as err:
                 item = err
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+                if STRICT_READERS:
+                    raise
                 item = LineError(
                     f"unexpected structure for {opened.format} ({type(err).__name__}: {err})", item.no
                 )

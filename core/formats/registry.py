@@ -40,7 +40,10 @@ def detect(objs: Sequence[Any]) -> tuple[str, int]:
     """The best-scoring format for these first parsed lines, with its score (0 = none)."""
     best, score = "", 0
     for name in FORMATS:
-        s = get(name).sniff(objs)
+        try:
+            s = get(name).sniff(objs)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError):
+            s = 0  # lines a sniffer cannot make sense of are not its format
         if s > score:
             best, score = name, s
     return best, score
