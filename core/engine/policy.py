@@ -47,7 +47,9 @@ def parse_buffer(text: str, window: int) -> int:
     """``"15000"`` → 15000; ``"12.5%"`` → 12.5 % of the window."""
     t = text.strip()
     try:
-        value = int(window * float(t[:-1]) / 100) if t.endswith("%") else int(t.replace(",", "").replace("_", ""))
+        value = (
+            int(window * float(t[:-1]) / 100) if t.endswith("%") else int(t.replace(",", "").replace("_", ""))
+        )
     except ValueError:
         raise UsageError(f"--buffer must be a token count or a percentage, not {text!r}") from None
     if not 0 <= value < window:

@@ -36,6 +36,7 @@ class Request:
     index: int
     estimate: int
     messages: int  # messages in the context sent
+    fixed: int = 0  # system prompt + tool definitions + request framing, included in estimate
     real: int | None = None
     real_source: str | None = None  # "usage" | "error"
     cache_read: int = 0
@@ -75,6 +76,10 @@ class Replay:
     @property
     def context_total(self) -> int:
         return sum(self.by_category.values()) + self.per_request
+
+    @property
+    def fixed_total(self) -> int:
+        return self.by_category["system"] + self.by_category["tools"] + self.per_request
 
 
 class SessionCounter:
@@ -150,6 +155,7 @@ class SessionCounter:
             index=len(s.requests),
             estimate=s.context_total,
             messages=len(s.context),
+            fixed=s.fixed_total,
             real=real,
             real_source=source,
             model=model or s.model,

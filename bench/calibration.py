@@ -1,0 +1,140 @@
+"""Measure every calibrator on the real sessions: how close is the predicted prompt size?
+
+    python bench/calibration.py [FIXTURES_DIR] [--json]
+
+For each request with a real count: |predicted − real| / real. Reported separately for the
+first request of a segment (nothing to calibrate with: the per-source profile is learned
+leave-one-out, i.e. from every *other* session) and for the requests after it. Also: the share
+of requests predicted more than 2 % under, the worst underestimate, p90 on big steps (the
+request grew by ≥ 2,000 estimated tokens since the previous one), and late decisions (the real
+count reached the threshold while the prediction was under it). Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from ctxfold.core.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
+from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
+from ctxfold.core.engine.replay import replay
+from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real"
+
+
+def pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def load_all(root: Path) -> dict[str, tuple[FileEstimate, FileEstimate]]:
+    out = {}
+    for f in sorted(root.glob("*/*.jsonl")):
+        out[f"{f.parent.name}/{f.name}"] = (estimate_file(f), estimate_file(f, tokenizer="heuristic"))
+    return out
+
+
+def loo_profiles(files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path) -> Profiles:
+    prof = Profiles(tmp / "profile.json")
+    for name, (est, _) in files.items():
+        obs = observe_session(est.requests, est.model.provider)
+        if obs:
+            prof.learn(key_for(est.format, est.model.name), session_key(name, None), obs)
+    return prof
+
+
+def evaluate(
+    files: dict[str, tuple[FileEstimate, FileEstimate]], prof: Profiles, calibration: str, use_profile: bool
+) -> dict:
+    after, first, big, unders = [], [], [], []
+    late = n_under2 = 0
+    for name, (est, heur) in files.items():
+        source = heur if calibration == "seed" else est
+        key = key_for(est.format, est.model.name)
+        prior = (
+            prof.prior(key, est.model.provider, exclude=session_key(name, None))
+            if use_profile
+            else Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0))
+        )
+        rep = replay(source, calibration=calibration, prior=prior)
+        prev = None
+        for row in rep.rows:
+            if row.real is None:
+                continue
+            err = row.error or 0.0
+            if row.first_in_segment:
+                first.append((name, row.segment, err))
+            else:
+                after.append(abs(err))
+                if err < -0.02:
+                    n_under2 += 1
+                unders.append((err, row.calibrated - row.real, name, row.index))
+                if prev is not None and row.estimate - prev >= 2_000:
+                    big.append(abs(err))
+            late += row.late
+            prev = row.estimate
+    worst = min(unders) if unders else (0.0, 0, "", 0)
+    return {
+        "calibration": calibration,
+        "profile": use_profile,
+        "requests_after_first": len(after),
+        "median_pct": round(statistics.median(after) * 100, 2) if after else None,
+        "p90_pct": round(pct(after, 0.9) * 100, 2),
+        "under_2pct_share": round(n_under2 / max(1, len(after)) * 100, 2),
+        "worst_under_pct": round(worst[0] * 100, 1),
+        "worst_under_tokens": worst[1],
+        "worst_at": f"{worst[2]}#{worst[3]}",
+        "big_steps": len(big),
+        "big_step_p90_pct": round(pct(big, 0.9) * 100, 2),
+        "late_decisions": late,
+        "first_requests": [(n, s, round(e * 100, 1)) for n, s, e in first],
+        "first_within_15pct": sum(1 for *_, e in first if abs(e) <= 0.15),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("root", nargs="?", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if not args.root.is_dir():
+        sys.exit(f"no fixtures at {args.root}")
+    import tempfile
+
+    files = load_all(args.root)
+    with tempfile.TemporaryDirectory() as d:
+        prof = loo_profiles(files, Path(d))
+        results = [evaluate(files, prof, name, use_profile=True) for name in CALIBRATORS]
+        results.append(evaluate(files, prof, "growth", use_profile=False))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(
+        f"{len(files)} sessions, {results[0]['requests_after_first']} requests after the first of their segment\n"
+    )
+    head = f"{'calibrator':<18}{'median':>8}{'p90':>8}{'>2% under':>11}{'worst under':>22}{'big-step p90':>14}{'late':>6}{'first ±15%':>12}"
+    print(head)
+    for r in results:
+        label = r["calibration"] + ("" if r["profile"] else " (no profile)")
+        worst = f"{r['worst_under_pct']}% ({r['worst_under_tokens']:,})"
+        first = f"{r['first_within_15pct']}/{len(r['first_requests'])}"
+        print(
+            f"{label:<18}{r['median_pct']:>7}%{r['p90_pct']:>7}%{r['under_2pct_share']:>10}%{worst:>22}"
+            f"{r['big_step_p90_pct']:>13}%{r['late_decisions']:>6}{first:>12}"
+        )
+    print("\nfirst request of each segment, error % (profile learned from the other sessions):")
+    for r in results:
+        if r["calibration"] in ("growth", "seed"):
+            print(f"  {r['calibration']}{'' if r['profile'] else ' (no profile)'}:")
+            for name, seg, e in r["first_requests"]:
+                print(f"    {name:<55} seg {seg}: {e:+.1f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Calibrators: turn ctxfold's estimate of a request into a prediction of the real count.
+
+All share one small interface. ``observe`` is fed each (estimate, real) pair as the provider
+reports it; ``predict`` is asked before the next request; ``reset`` runs after a compaction,
+so a stale factor can never cause a compaction loop (the seeds' step 6).
+
+* ``seed`` – the reference plugin's rule, unchanged: ``correction = clamp(real_prev /
+  estimate_prev, 1, 5)``, ``max(real_prev, estimate × correction)``, and ``estimate ×
+  default_factor`` before any real count.
+* ``growth`` – trust the last real count and add the growth since then, tokenized and scaled
+  by the model's tokenizer ratio (real tokens per estimated token), learned from the session's
+  own real counts (its slope), starting from the provider's or the profile's ratio.
+* ``affine`` – least-squares fit ``real ≈ a + b·estimate`` over the segment, which absorbs a
+  hidden system prompt and tool schemas (``a``) and the tokenizer ratio (``b``).
+
+Before the first real count of a segment every calibrator but ``seed`` uses the profile's
+``overhead + ratio × estimate`` (hidden prompt and tokenizer ratio learned per log source and
+model), else the provider default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ctxfold.core.errors import UsageError
+from ctxfold.core.names import did_you_mean
+
+MIN_FACTOR, MAX_FACTOR = 1.0, 5.0
+# Real tokens per o200k token, by provider, when nothing better is known. Measured on the real
+# fixtures' growth between consecutive requests (Claude Code, pi, LiteLLM: 1.2–1.35 per token;
+# Codex: 1.0). Used for growth only; the hidden overhead comes from the profile.
+PROVIDER_RATIO = {"anthropic": 1.3, "openai": 1.0, "google": 1.1, "meta": 1.15, "other": 1.15}
+MIN_RATIO, MAX_RATIO = 0.8, 3.0
+SLOPE_MIN_SPAN = 2_000  # estimated tokens of growth before a session's own slope is trusted
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    tokens: int
+    factor: float  # the multiplier applied to the estimate (or to the growth)
+    basis: str  # how the number was reached, for --explain
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """What is known before the first real count: hidden overhead and tokenizer ratio."""
+
+    overhead: int = 0
+    ratio: float = 1.0
+    source: str = "provider default"
+
+
+class Calibrator(Protocol):
+    name: str
+    history: list[tuple[int, int]]
+
+    def predict(self, estimate: int) -> Prediction: ...
+
+    def observe(self, estimate: int, real: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+HISTORY_KEEP = 32  # first point + the latest ones: enough for slopes and fits, bounded state
+
+
+@dataclass
+class _Base:
+    """(estimate, real) points of the current segment, bounded."""
+
+    prior: Prior = field(default_factory=Prior)
+    history: list[tuple[int, int]] = field(default_factory=list)
+
+    def observe(self, estimate: int, real: int) -> None:
+        self.history.append((estimate, real))
+        if len(self.history) > HISTORY_KEEP:
+            del self.history[1]
+
+    def reset(self) -> None:
+        self.history.clear()
+
+
+@dataclass
+class SeedCalibrator(_Base):
+    """The seeds' rule, exactly: the prior's ratio is the seed's default factor."""
+
+    name: str = "seed"
+
+    def predict(self, estimate: int) -> Prediction:
+        if not self.history or not self.history[-1][0]:
+            f = self.prior.ratio
+            return Prediction(int(estimate * f), f, f"no real count yet: estimate × default factor {f}")
+        last_estimate, real = self.history[-1]
+        correction = min(MAX_FACTOR, max(MIN_FACTOR, real / last_estimate))
+        calibrated = int(estimate * correction)
+        basis = (
+            f"correction = clamp({real:,} / {last_estimate:,}, 1, 5) = {correction:.3f}; "
+            f"max(real {real:,}, {estimate:,} × {correction:.3f})"
+        )
+        return Prediction(max(real, calibrated), correction, basis)
+
+
+@dataclass
+class GrowthCalibrator(_Base):
+    """Last real count + tokenized growth × the session's tokenizer ratio.
+
+    After a compaction the points are dropped (no stale factor survives), but what they taught
+    is kept as the next segment's prior: the ratio, and the hidden overhead of the segment's
+    first request (``real − ratio × estimate``): the system prompt and tools the log does not
+    show, before anything else hidden (such as encrypted reasoning) had piled up.
+    """
+
+    name: str = "growth"
+
+    def ratio(self) -> tuple[float, str]:
+        if len(self.history) >= 2:
+            (e0, r0), (e1, r1) = self.history[0], self.history[-1]
+            if e1 - e0 >= SLOPE_MIN_SPAN:
+                slope = (r1 - r0) / (e1 - e0)
+                return min(MAX_RATIO, max(MIN_RATIO, slope)), "session slope"
+        return self.prior.ratio, self.prior.source
+
+    def predict(self, estimate: int) -> Prediction:
+        if not self.history:
+            return _from_prior(self.prior, estimate)
+        last_est, last_real = self.history[-1]
+        ratio, why = self.ratio()
+        growth = estimate - last_est
+        tokens = max(0, int(last_real + growth * ratio))
+        basis = f"last real {last_real:,} + growth {growth:,} × ratio {ratio:.3f} ({why})"
+        return Prediction(tokens, ratio, basis)
+
+    def reset(self) -> None:
+        if self.history:
+            ratio, _ = self.ratio()
+            e0, r0 = self.history[0]
+            hidden = r0 - ratio * e0
+            self.prior = Prior(max(0, int(hidden)), ratio, "learned before the last compaction")
+        self.history.clear()
+
+
+@dataclass
+class AffineCalibrator(GrowthCalibrator):
+    """``real ≈ a + b·estimate`` fitted over the segment; growth until the points span enough."""
+
+    name: str = "affine"
+
+    def predict(self, estimate: int) -> Prediction:
+        fit = _fit(self.history)
+        if fit is None:
+            return super().predict(estimate)
+        a, b = fit
+        return Prediction(
+            int(a + b * estimate), b, f"fit real ≈ {a:,.0f} + {b:.3f} × estimate over {len(self.history)}"
+        )
+
+
+def _fit(points: list[tuple[int, int]]) -> tuple[float, float] | None:
+    if len(points) < 2 or points[-1][0] - points[0][0] < SLOPE_MIN_SPAN:
+        return None
+    n = len(points)
+    mx = sum(e for e, _ in points) / n
+    my = sum(r for _, r in points) / n
+    sxx = sum((e - mx) ** 2 for e, _ in points)
+    if sxx <= 0:
+        return None
+    b = min(MAX_RATIO, max(MIN_RATIO, sum((e - mx) * (r - my) for e, r in points) / sxx))
+    return my - b * mx, b
+
+
+def _from_prior(prior: Prior, estimate: int) -> Prediction:
+    tokens = int(prior.overhead + estimate * prior.ratio)
+    basis = f"no real count yet: hidden {prior.overhead:,} + estimate × {prior.ratio:.3f} ({prior.source})"
+    return Prediction(tokens, prior.ratio, basis)
+
+
+SEED_DEFAULT_FACTOR = {"heuristic": 2.5, "o200k": 1.5, "cl100k": 1.5}
+
+CALIBRATORS: dict[str, Callable[[Prior, str], Calibrator]] = {
+    "growth": lambda prior, tokenizer: GrowthCalibrator(prior),
+    "affine": lambda prior, tokenizer: AffineCalibrator(prior),
+    "seed": lambda prior, tokenizer: SeedCalibrator(
+        Prior(0, SEED_DEFAULT_FACTOR.get(tokenizer, 2.5), "seed default")
+    ),
+}
+DEFAULT_CALIBRATOR = "growth"
+
+
+def make_calibrator(name: str, prior: Prior | None = None, tokenizer: str = "o200k") -> Calibrator:
+    if name not in CALIBRATORS:
+        raise UsageError(f"unknown calibration {name!r}{did_you_mean(name, list(CALIBRATORS))}")
+    return CALIBRATORS[name](prior or Prior(), tokenizer)

@@ -1,0 +1,132 @@
+"""Per-source profiles: what a log never shows, learned from the logs ctxfold has read.
+
+Claude Code, Codex and most harnesses send a system prompt and tool schemas that the session
+log does not record (16–37k tokens for Claude Code), and Claude counts ~1.2–1.35 tokens per
+o200k token. Before a session's first real count nothing inside it can tell; but every other
+session of the same source and model can. For each (log format, model family) the profile
+keeps, per session read, the hidden overhead (``real − ratio × estimate`` of its first request)
+and its tokenizer ratio (the slope of real counts over estimates); the prior is their median.
+
+Stored as JSON in the user cache dir, written atomically; ``--no-profile`` ignores it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxfold.core.atomic import write_atomic
+from ctxfold.core.engine.calibration import MAX_RATIO, MIN_RATIO, PROVIDER_RATIO, SLOPE_MIN_SPAN, Prior
+from ctxfold.core.errors import ConfigError
+from ctxfold.core.paths import cache_dir
+from ctxfold.core.tokens.models import lookup
+from ctxfold.core.tokens.session import Request
+
+VERSION = 1
+MAX_SESSIONS = 200  # per key; the oldest are forgotten
+
+
+def profile_path() -> Path:
+    return cache_dir() / "profile.json"
+
+
+def key_for(source_format: str, model: str | None) -> str:
+    info = lookup(model)
+    family = info.family if info else (model or "unknown")
+    return f"{source_format}|{family}"
+
+
+@dataclass(frozen=True)
+class Observation:
+    overhead: int
+    ratio: float
+
+
+def observe_session(requests: Sequence[Request], provider: str) -> Observation | None:
+    """What one session teaches: its hidden overhead and tokenizer ratio (segment 0 only)."""
+    points = [
+        (r.estimate, r.real)
+        for r in requests
+        if r.segment == 0 and r.real is not None and r.real_source == "usage"
+    ]
+    if not points:
+        return None
+    ratio = PROVIDER_RATIO.get(provider, 1.0)
+    (e0, r0), (e1, r1) = points[0], points[-1]
+    if e1 - e0 >= SLOPE_MIN_SPAN:
+        ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
+    return Observation(max(0, int(r0 - ratio * e0)), round(ratio, 4))
+
+
+class Profiles:
+    """The profile file, loaded once; ``learn`` then ``save`` to update it."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or profile_path()
+        self.data: dict[str, Any] = {"version": VERSION, "profiles": {}}
+        if self.path.exists():
+            try:
+                loaded = orjson.loads(self.path.read_bytes())
+            except (OSError, orjson.JSONDecodeError) as err:
+                raise ConfigError(
+                    f"{self.path}: unreadable profile ({err}); run `ctxfold profile reset`"
+                ) from None
+            if (
+                isinstance(loaded, dict)
+                and loaded.get("version") == VERSION
+                and isinstance(loaded.get("profiles"), dict)
+            ):
+                self.data = loaded
+
+    @property
+    def profiles(self) -> dict[str, dict[str, Any]]:
+        return self.data["profiles"]  # type: ignore[no-any-return]
+
+    def learn(self, key: str, session: str, obs: Observation) -> None:
+        entry = self.profiles.setdefault(key, {"sessions": {}})
+        sessions: dict[str, Any] = entry["sessions"]
+        sessions.pop(session, None)
+        sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
+        while len(sessions) > MAX_SESSIONS:
+            sessions.pop(next(iter(sessions)))
+
+    def prior(self, key: str, provider: str, *, exclude: str | None = None) -> Prior:
+        """The median of the sessions of ``key`` (else of the same log format), else the default."""
+        fmt = key.split("|", 1)[0]
+        for scope, keys in (
+            (key, [key]),
+            (f"{fmt} (any model)", [k for k in self.profiles if k.startswith(fmt + "|")]),
+        ):
+            obs = [
+                v
+                for k in keys
+                for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
+                if s != exclude
+            ]
+            if obs:
+                overhead = int(statistics.median(o["overhead"] for o in obs))
+                ratio = float(statistics.median(o["ratio"] for o in obs))
+                return Prior(overhead, ratio, f"profile {scope}, {len(obs)} session(s)")
+        return Prior(0, PROVIDER_RATIO.get(provider, 1.0), f"{provider} default, no profile yet")
+
+    def save(self) -> None:
+        write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
+
+    def reset(self) -> bool:
+        existed = self.path.exists()
+        if existed:
+            self.path.unlink()
+        self.data = {"version": VERSION, "profiles": {}}
+        return existed
+
+
+def session_key(path: str, session_id: str | None) -> str:
+    """Identify a session so reading it twice does not count it twice."""
+    basis = session_id or (str(Path(path).resolve()) if path != "-" else "stdin")
+    return hashlib.sha256(basis.encode()).hexdigest()[:16]

@@ -1,0 +1,160 @@
+"""Replay a recorded session through the decision engine: request by request, what ctxfold
+would have predicted, what the provider really counted, and where compaction would fire.
+
+It works on the request rows of a :class:`FileEstimate` (each message tokenized once), so a
+report costs little more than an estimate. Calibration sees only what a live engine would
+have seen: each real count after its own request, never before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ctxfold.core.engine.calibration import Calibrator, Prior, make_calibrator
+from ctxfold.core.engine.policy import Policy, make_policy
+from ctxfold.core.tokens.estimate import FileEstimate
+
+CONTINUATION_TOKENS = 100  # the continuation message after a summary, roughly
+
+
+@dataclass(slots=True)
+class Row:
+    index: int
+    estimate: int
+    calibrated: int  # the prediction the decision used
+    real: int | None
+    real_source: str | None
+    threshold: int
+    window: int
+    decision: str  # "compact" | "ok"
+    first_in_segment: bool
+    segment: int
+    factor: float
+    basis: str
+    recorded_compaction: bool = False  # the recording tool compacted just before this request
+
+    @property
+    def margin(self) -> int:
+        return self.threshold - self.calibrated
+
+    @property
+    def error(self) -> float | None:
+        return (self.calibrated - self.real) / self.real if self.real else None
+
+    @property
+    def late(self) -> bool:
+        return self.real is not None and self.real >= self.threshold and self.decision != "compact"
+
+    @property
+    def early(self) -> bool:
+        return self.real is not None and self.real < self.threshold and self.decision == "compact"
+
+    @property
+    def overflow(self) -> bool:
+        return self.real is not None and self.real > self.window
+
+
+@dataclass
+class Simulation:
+    """``--simulate-compaction``: the session as it would have gone had ctxfold compacted."""
+
+    compactions: list[int] = field(default_factory=list)  # request indices where it fired
+    overflows: int = 0
+    max_predicted: int = 0
+
+
+@dataclass
+class Report:
+    estimate: FileEstimate
+    policy: Policy
+    calibration: str
+    prior: Prior
+    rows: list[Row]
+    simulation: Simulation | None = None
+
+    @property
+    def first_fire(self) -> Row | None:
+        return next((r for r in self.rows if r.decision == "compact"), None)
+
+    def count(self, attr: str) -> int:
+        return sum(1 for r in self.rows if getattr(r, attr))
+
+
+def replay(
+    est: FileEstimate,
+    *,
+    calibration: str,
+    prior: Prior,
+    max_tokens: int | None = None,
+    buffer: str | None = None,
+    simulate: bool = False,
+) -> Report:
+    policy = make_policy(est.model.window, max_tokens=max_tokens, buffer=buffer)
+    cal = make_calibrator(calibration, prior, est.model.tokenizer)
+    marks = {c.before_request for c in est.replay.compactions}
+    rows: list[Row] = []
+    segment = -1
+    for q in est.requests:
+        if q.segment != segment:
+            if segment != -1:
+                cal.reset()
+            segment = q.segment
+        p = cal.predict(q.estimate)
+        rows.append(
+            Row(
+                index=q.index,
+                estimate=q.estimate,
+                calibrated=p.tokens,
+                real=q.real,
+                real_source=q.real_source,
+                threshold=policy.threshold,
+                window=policy.window,
+                decision="compact" if policy.due(p.tokens) else "ok",
+                first_in_segment=not cal.history,
+                segment=q.segment,
+                factor=p.factor,
+                basis=p.basis,
+                recorded_compaction=q.index in marks,
+            )
+        )
+        if q.real is not None:
+            cal.observe(q.estimate, q.real)
+    sim = _simulate(est, policy, calibration, prior) if simulate else None
+    return Report(est, policy, calibration, prior, rows, sim)
+
+
+def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior) -> Simulation:
+    """Continue after each firing with the context replaced by a summary of the budgeted size
+    plus whatever follows the watermark. Real counts are shifted by what was removed, scaled
+    by the tokenizer ratio learned so far."""
+    sim = Simulation()
+    cal: Calibrator = make_calibrator(calibration, prior, est.model.tokenizer)
+    ratio_cal = make_calibrator("growth", prior, est.model.tokenizer)
+    summary = policy.summary_budget + CONTINUATION_TOKENS
+    base: int | None = None  # body tokens (original space) folded at the last firing
+    segment = -1
+    for q in est.requests:
+        if q.segment != segment:
+            segment, base = q.segment, None
+            cal.reset()
+            ratio_cal.reset()
+        body = q.estimate - q.fixed
+        removed = 0 if base is None else base - summary
+        sim_est = q.estimate - removed
+        ratio = getattr(ratio_cal, "ratio", lambda: (1.0, ""))()[0]
+        sim_real = None if q.real is None else max(0, int(q.real - ratio * removed))
+        predicted = cal.predict(sim_est).tokens
+        sim.max_predicted = max(sim.max_predicted, predicted)
+        if policy.due(predicted):
+            sim.compactions.append(q.index)
+            base = body  # everything up to here is folded into the summary
+            cal.reset()
+            sim_est = q.fixed + summary
+            sim_real = None  # the log's real count was for the uncompacted request
+        elif sim_real is not None:
+            if sim_real > policy.window:
+                sim.overflows += 1
+            cal.observe(sim_est, sim_real)
+        if q.real is not None:
+            ratio_cal.observe(q.estimate, q.real)
+    return sim

@@ -1,0 +1,102 @@
+"""The seeds' threshold strategy (Crush-style): the whole conversation becomes
+``[summary message, continuation message]``.
+
+Before summarizing, the oldest messages are dropped until the rendered conversation fits in
+80 % of the summarizer's own window (the seeds' step 3), so the summarizing call cannot
+overflow either. A previous summary at the head of the conversation is passed on, so the new
+summary rolls it in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
+from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
+
+SUMMARY_OPEN = "[Previous conversation summary]"
+SUMMARY_CLOSE = "[End of summary — conversation continues below]"
+SUMMARIZER_INPUT_RATIO = 0.80
+
+
+def summary_message(text: str) -> Message:
+    return Message(
+        "user", (TextPart(f"{SUMMARY_OPEN}\n{text}\n{SUMMARY_CLOSE}"),), extra={"ctxfold": "summary"}
+    )
+
+
+def continuation_message(user_request: str | None) -> Message:
+    if user_request:
+        text = (
+            "[System: The conversation was compacted because it exceeded the context window. "
+            "The summary above contains all prior context. The user's current request is: "
+            f"`{user_request}`. Continue working on this request without asking the user to repeat anything.]"
+        )
+    else:
+        text = (
+            "[System: The conversation was compacted because it exceeded the context window. "
+            "The summary above contains all prior context. Continue working without asking the "
+            "user to repeat anything.]"
+        )
+    return Message("user", (TextPart(text),), extra={"ctxfold": "continuation"})
+
+
+def summary_of(message: Message) -> str | None:
+    """The summary text when ``message`` is a summary message ctxfold wrote, else None."""
+    text = message.text
+    if message.role == "user" and text.startswith(SUMMARY_OPEN) and text.rstrip().endswith(SUMMARY_CLOSE):
+        return text[len(SUMMARY_OPEN) : text.rstrip().rfind(SUMMARY_CLOSE)].strip()
+    return None
+
+
+def latest_user_request(messages: Sequence[Message]) -> str | None:
+    """The newest user message that is a request (text, not a tool result or ctxfold's own)."""
+    for m in reversed(messages):
+        if m.role != "user" or m.extra.get("ctxfold") or any(isinstance(p, ToolResultPart) for p in m.parts):
+            continue
+        if summary_of(m) is None and m.text.strip():
+            return m.text.strip()
+    return None
+
+
+def truncate_for_summarizer(
+    messages: Sequence[Message], counter: Counter, window: int
+) -> tuple[list[Message], int]:
+    """Drop the oldest messages until the rest fit in 80 % of the summarizer's window."""
+    budget = int(window * SUMMARIZER_INPUT_RATIO)
+    counts = [c.total for c in counter.count_messages(messages)]
+    total = sum(counts)
+    start = 0
+    while len(messages) - start > 2 and total > budget:
+        total -= counts[start]
+        start += 1
+    return list(messages[start:]), start
+
+
+@dataclass(frozen=True)
+class Folded:
+    messages: list[Message]
+    summary: SummaryResult
+    dropped: int
+
+
+def fold(
+    messages: Sequence[Message],
+    *,
+    counter: Counter,
+    summarizer: Summarizer,
+    budget_tokens: int,
+    summarizer_window: int,
+    instructions: str | None = None,
+) -> Folded:
+    previous = summary_of(messages[0]) if messages else None
+    body = list(messages[1:]) if previous is not None else list(messages)
+    kept, dropped = truncate_for_summarizer(body, counter, summarizer_window)
+    request = SummaryRequest(
+        kept, budget_tokens, previous_summary=previous, instructions=instructions, dropped=dropped
+    )
+    result = summarizer(request)
+    out = [summary_message(result.text), continuation_message(latest_user_request(body))]
+    return Folded(out, result, dropped)
