@@ -86,7 +86,8 @@ class Profiles:
 
     @property
     def profiles(self) -> dict[str, dict[str, Any]]:
-        return self.data["profiles"]  # type: ignore[no-any-return]
+        profiles: dict[str, dict[str, Any]] = self.data["profiles"]
+        return profiles
 
     def learn(self, key: str, session: str, obs: Observation) -> None:
         entry = self.profiles.setdefault(key, {"sessions": {}})
