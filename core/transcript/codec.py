@@ -73,7 +73,7 @@ def decode(data: Mapping[str, Any]) -> Any:
     if cls is None:
         raise ValueError(f"unknown type {kind!r}")
     names = {f.name for f in dataclasses.fields(cls)}
-    renamed = {_json_name(kind, n): n for n in names}
+    renamed = {_json_name(cls.kind, n): n for n in names}  # type: ignore[attr-defined]
     data = {renamed.get(k, k): v for k, v in data.items() if k != "type"}
     unknown = set(data) - names
     if unknown:
