@@ -37,6 +37,20 @@ SkipOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Report and skip bad lines instead of failing.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
+CalibrationOpt = Annotated[
+    str,
+    typer.Option("--calibration", "-c", help="growth (default), affine or seed (the reference rule, len/4)."),
+]
+BufferOpt = Annotated[
+    str | None, typer.Option("--buffer", help="Buffer in tokens or percent (default: the seeds' rule).")
+]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Use this as the window for the rule (seeds' WithMaxTokens)."),
+]
+NoProfileOpt = Annotated[
+    bool, typer.Option("--no-profile", help="Ignore (and do not update) the learned profile.")
+]
 
 
 @app.command()
@@ -48,16 +62,20 @@ def estimate(
     window: WindowOpt = None,
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
+    no_profile: NoProfileOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Estimate the tokens of the request the model sees now, next to the real counts."""
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand
     from ctxfold.core.config import load_config
+    from ctxfold.core.engine.profile import Profiles
+    from ctxfold.core.engine.replay import learn_from
     from ctxfold.core.tokens.estimate import estimate_file, estimate_to_dict
 
     config = load_config()
     results = []
+    profiles = None if no_profile else Profiles()
     for path in expand(files):
         with render.progress(path, enabled=not json_out) as on_progress:
             results.append(
@@ -72,12 +90,131 @@ def estimate(
                     on_progress=on_progress,
                 )
             )
+        if profiles is not None:
+            learn_from(profiles, results[-1])
     if json_out:
         render.emit_json(
             {"command": "estimate", "version": 1, "files": [estimate_to_dict(r) for r in results]}
         )
     else:
         render.estimate(results)
+
+
+@app.command()
+@handle_errors
+def report(
+    files: Files,
+    model: ModelOpt = None,
+    tokenizer: TokenizerOpt = None,
+    window: WindowOpt = None,
+    buffer: BufferOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    calibration: CalibrationOpt = "growth",
+    fmt: FormatOpt = None,
+    skip_invalid: SkipOpt = False,
+    no_profile: NoProfileOpt = False,
+    simulate_compaction: Annotated[
+        bool, typer.Option("--simulate-compaction", help="Replay as if ctxfold had compacted when it fired.")
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Print the full arithmetic of the last decision.")
+    ] = False,
+    all_rows: Annotated[
+        bool, typer.Option("--all", help="List every request, not only the notable ones.")
+    ] = False,
+    plot: Annotated[
+        str | None, typer.Option("--plot", help="Draw tokens over requests to OUT.svg, .png or .html.")
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on", help="Exit 3 when compaction fires (compact) or a request overflowed (overflow)."
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
+    from ctxfold.cli import render
+    from ctxfold.cli.errors import EXIT_CONDITION
+    from ctxfold.cli.inputs import expand
+    from ctxfold.core.config import load_config
+    from ctxfold.core.engine.calibration import make_calibrator
+    from ctxfold.core.engine.replay import report_file
+    from ctxfold.core.engine.report_doc import to_dict
+    from ctxfold.core.errors import UsageError
+
+    if fail_on not in (None, "compact", "overflow"):
+        raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}")
+    make_calibrator(calibration)  # a typo fails before any file is read
+    paths = expand(files)
+    if plot and len(paths) > 1:
+        raise UsageError("--plot draws one session: give one file")
+    config = load_config()
+    reports = []
+    for path in paths:
+        with render.progress(path, enabled=not json_out) as on_progress:
+            reports.append(
+                report_file(
+                    path,
+                    model=model,
+                    tokenizer=tokenizer,
+                    window=window,
+                    fmt=fmt,
+                    skip_invalid=skip_invalid,
+                    calibration=calibration,
+                    max_tokens=max_tokens,
+                    buffer=buffer or config.defaults.get("buffer"),
+                    simulate=simulate_compaction,
+                    use_profile=not no_profile,
+                    config=config,
+                    on_progress=on_progress,
+                )
+            )
+    if plot:
+        from ctxfold.cli.plot import draw
+
+        draw(reports[0], plot)
+    if json_out:
+        render.emit_json({"command": "report", "version": 1, "files": [to_dict(r) for r in reports]})
+    else:
+        render.report(reports, all_rows=all_rows, explain=explain, plot=plot)
+    if fail_on == "compact" and any(r.first_fire for r in reports):
+        raise SystemExit(EXIT_CONDITION)
+    if fail_on == "overflow" and any(r.count("overflow") for r in reports):
+        raise SystemExit(EXIT_CONDITION)
+
+
+profile_app = typer.Typer(help="The learned per-source profile (hidden prompt size and tokenizer ratio).")
+app.add_typer(profile_app, name="profile")
+
+
+@profile_app.command("show")
+@handle_errors
+def profile_show(json_out: JsonOpt = False) -> None:
+    """Show what was learned per log source and model."""
+    from ctxfold.cli import render
+    from ctxfold.core.engine.profile import Profiles
+
+    profiles = Profiles()
+    if json_out:
+        render.emit_json({"command": "profile show", "path": str(profiles.path), **profiles.data})
+    else:
+        render.profile(profiles)
+
+
+@profile_app.command("reset")
+@handle_errors
+def profile_reset(json_out: JsonOpt = False) -> None:
+    """Forget everything learned."""
+    from ctxfold.cli import render
+    from ctxfold.core.engine.profile import Profiles
+
+    profiles = Profiles()
+    existed = profiles.reset()
+    if json_out:
+        render.emit_json({"command": "profile reset", "path": str(profiles.path), "removed": existed})
+    else:
+        render.out.print(f"profile {'removed' if existed else 'was already empty'}: {profiles.path}")
 
 
 @app.command()

@@ -18,12 +18,15 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from ctxfold.core.engine.profile import Profiles
+    from ctxfold.core.engine.replay import Report
     from ctxfold.core.formats.loader import Opened
     from ctxfold.core.tokens.estimate import FileEstimate
 
 PROGRESS_MIN_BYTES = 5_000_000
 
-out = Console(highlight=False, soft_wrap=False)
+# Piped output is not wrapped at 80 columns: a file or a pager can take long lines.
+out = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
 err = Console(stderr=True, highlight=False)
 
 
@@ -122,3 +125,156 @@ def _estimate_one(r: FileEstimate) -> None:
             big.add_row(str(lm.position), lm.role, f"{lm.tokens:,}", Text(lm.preview))
         out.print(big)
     out.print()
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[int], top: int, width: int = 60) -> str:
+    """Values scaled to ``top`` (the window), averaged into at most ``width`` cells."""
+    if not values:
+        return ""
+    step = max(1, -(-len(values) // width))
+    cells = [max(values[i : i + step]) for i in range(0, len(values), step)]
+    return "".join(
+        SPARK[min(len(SPARK) - 1, int(v / top * (len(SPARK) - 1)))] if top else SPARK[0] for v in cells
+    )
+
+
+def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: str | None) -> None:
+    from ctxfold.core.engine.report_doc import explain as explain_lines
+    from ctxfold.core.engine.report_doc import summary
+
+    for rep in reports:
+        est, pol = rep.estimate, rep.policy
+        for w in est.model.warnings:
+            warn(f"{est.path}: {w}")
+        for s in est.skipped:
+            warn(f"skipped {s}")
+        s = summary(rep)
+        out.print(Text.assemble((est.path, "bold"), f"  ({est.format}, {est.model.name or 'model ?'})"))
+        facts = [
+            ("window", f"{pol.window:,} ({est.model.window_source})"),
+            ("threshold", f"{pol.threshold:,} (buffer {pol.buffer:,}: {pol.buffer_rule})"),
+            ("calibration", f"{rep.calibration}; before the first real count: {rep.prior.source}"),
+            ("requests", f"{s['requests']:,} ({s['requests_with_real']:,} with real counts)"),
+        ]
+        if s["median_error_pct"] is not None:
+            facts.append(
+                (
+                    "accuracy",
+                    f"median error {s['median_error_pct']}%, p90 {s['p90_error_pct']}% (after the first)",
+                )
+            )
+        fire = s["first_fire"]
+        facts.append(
+            (
+                "first fire",
+                "never: every request stayed under the threshold"
+                if fire is None
+                else f"request #{fire['request']}: predicted {fire['calibrated']:,}, real {_n(fire['real'])}",
+            )
+        )
+        for c in s["recorded_compactions"]:
+            apart = (
+                ""
+                if c["requests_apart"] is None
+                else f"; ctxfold fired {c['requests_apart']} request(s) earlier"
+            )
+            facts.append(
+                (
+                    "recorded",
+                    f"{c['source']} compacted before request #{c['before_request']} at {_n(c['tokens_before'])} tokens{apart}",
+                )
+            )
+        facts.append(("late", f"{s['late']} (real ≥ threshold while ctxfold said no)"))
+        facts.append(("early", f"{s['early']}   overflows (real > window): {s['overflows']}"))
+        if s["simulation"] is not None:
+            sim = s["simulation"]
+            facts.append(
+                (
+                    "simulated",
+                    f"{sim['compactions']} compaction(s) needed at requests {sim['at_requests'] or '—'}",
+                )
+            )
+        for k, v in facts:
+            out.print(Text(f"  {k:<12} {v}"))
+        if out.is_terminal and rep.rows:
+            line = sparkline([r.calibrated for r in rep.rows], pol.window)
+            out.print(
+                Text(
+                    f"  {'tokens':<12} {line}  (of the window; threshold at {pol.threshold / pol.window:.0%})"
+                )
+            )
+        _rows_table(rep, all_rows)
+        if explain:
+            out.print(Text("  the last decision, step by step:", style="bold"))
+            for k, v in explain_lines(rep):
+                out.print(Text(f"    {k:<15} {v}"))
+        if plot:
+            out.print(Text(f"  plot written to {plot}"))
+        out.print()
+
+
+def _rows_table(rep: Report, all_rows: bool) -> None:
+    rows = rep.rows
+    if not all_rows:
+        keep = {0, len(rows) - 1}
+        for i, r in enumerate(rows):
+            if (
+                r.recorded_compaction
+                or r.late
+                or r.overflow
+                or (r.decision == "compact" and (i == 0 or rows[i - 1].decision != "compact"))
+            ):
+                keep.update({i - 1, i})
+        rows = [rows[i] for i in sorted(k for k in keep if 0 <= k < len(rows))]
+    t = Table(show_edge=False, pad_edge=False, box=None)
+    for col in ("#", "estimate", "calibrated", "real", "error", "threshold", "margin", "decision", "note"):
+        t.add_column(col, justify="left" if col in ("decision", "note") else "right", no_wrap=True)
+    for r in rows:
+        notes = [
+            n
+            for n, on in (
+                ("first", r.first_in_segment),
+                ("recorded compaction", r.recorded_compaction),
+                ("LATE", r.late),
+                ("OVERFLOW", r.overflow),
+            )
+            if on
+        ]
+        err = "" if r.error is None else f"{r.error:+.1%}"
+        t.add_row(
+            str(r.index),
+            f"{r.estimate:,}",
+            f"{r.calibrated:,}",
+            _n(r.real),
+            err,
+            f"{r.threshold:,}",
+            f"{r.margin:,}",
+            r.decision,
+            ", ".join(notes),
+        )
+    out.print(t)
+
+
+def profile(profiles: Profiles) -> None:
+    import statistics
+
+    out.print(Text(f"profile: {profiles.path}"))
+    if not profiles.profiles:
+        out.print("  nothing learned yet: run estimate or report on a session")
+        return
+    t = Table(show_edge=False, pad_edge=False, box=None)
+    for col in ("source | model family", "sessions", "hidden tokens (median)", "tokenizer ratio (median)"):
+        t.add_column(col, justify="left" if col.startswith("source") else "right")
+    for key, entry in sorted(profiles.profiles.items()):
+        sessions = list(entry.get("sessions", {}).values())
+        if sessions:
+            t.add_row(
+                key,
+                str(len(sessions)),
+                f"{int(statistics.median(s['overhead'] for s in sessions)):,}",
+                f"{statistics.median(s['ratio'] for s in sessions):.3f}",
+            )
+    out.print(t)

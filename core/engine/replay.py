@@ -8,11 +8,21 @@ have seen: each real count after its own request, never before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ctxfold.core.engine.calibration import Calibrator, Prior, make_calibrator
+from ctxfold.core.config import Config
+from ctxfold.core.engine.calibration import (
+    DEFAULT_CALIBRATOR,
+    PROVIDER_RATIO,
+    Calibrator,
+    Prior,
+    make_calibrator,
+)
 from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.tokens.estimate import FileEstimate
+from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
+from ctxfold.core.formats.loader import Opened
+from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
 CONTINUATION_TOKENS = 100  # the continuation message after a summary, roughly
 
@@ -158,3 +168,54 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
         if q.real is not None:
             ratio_cal.observe(q.estimate, q.real)
     return sim
+
+
+def report_file(
+    path: str,
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    window: int | None = None,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    calibration: str = DEFAULT_CALIBRATOR,
+    max_tokens: int | None = None,
+    buffer: str | None = None,
+    simulate: bool = False,
+    use_profile: bool = True,
+    config: Config | None = None,
+    on_progress: Callable[[Opened], None] | None = None,
+) -> Report:
+    """Estimate a file, replay it through the engine, and teach the profile what it showed."""
+    if tokenizer is None and calibration == "seed":
+        tokenizer = "heuristic"  # the seed rule is defined on len/4
+    est = estimate_file(
+        path,
+        model=model,
+        tokenizer=tokenizer,
+        window=window,
+        fmt=fmt,
+        skip_invalid=skip_invalid,
+        config=config,
+        on_progress=on_progress,
+    )
+    profiles = Profiles() if use_profile else None
+    key = key_for(est.format, est.model.name)
+    provider = est.model.provider
+    prior = profiles.prior(key, provider) if profiles else Prior(0, PROVIDER_RATIO.get(provider, 1.0))
+    report = replay(
+        est, calibration=calibration, prior=prior, max_tokens=max_tokens, buffer=buffer, simulate=simulate
+    )
+    if profiles is not None:
+        learn_from(profiles, est)
+    return report
+
+
+def learn_from(profiles: Profiles, est: FileEstimate) -> None:
+    """Add one session to the profile (o200k estimates only: the profile is in o200k units)."""
+    if est.model.tokenizer != "o200k":
+        return
+    obs = observe_session(est.requests, est.model.provider)
+    if obs is not None:
+        profiles.learn(key_for(est.format, est.model.name), session_key(est.path, est.replay.session_id), obs)
+        profiles.save()

@@ -1,0 +1,147 @@
+"""The data a report shows: its summary figures, its ``--json`` document and the ``--explain``
+arithmetic. Rendering is the CLI's business; this module only computes."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from ctxfold.core.engine.replay import Report, Row
+
+
+def _pct(xs: list[float], p: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def summary(report: Report) -> dict[str, Any]:
+    rows = report.rows
+    errors = [abs(r.error) for r in rows if r.error is not None and not r.first_in_segment]
+    fire = report.first_fire
+    recorded = []
+    for c in report.estimate.replay.compactions:
+        # distance from ctxfold's first firing in the same stretch of the session
+        before = [r for r in rows if r.index < c.before_request]
+        segment = before[-1].segment if before else -1
+        fired_before = next((r for r in before if r.segment == segment and r.decision == "compact"), None)
+        recorded.append(
+            {
+                "before_request": c.before_request,
+                "source": c.source,
+                "tokens_before": c.tokens_before,
+                "tokens_after": c.tokens_after,
+                "trigger": c.trigger,
+                "ctxfold_fired_at": fired_before.index if fired_before else None,
+                "requests_apart": c.before_request - fired_before.index if fired_before else None,
+            }
+        )
+    sim = report.simulation
+    return {
+        "requests": len(rows),
+        "requests_with_real": sum(1 for r in rows if r.real is not None),
+        "first_fire": None
+        if fire is None
+        else {"request": fire.index, "calibrated": fire.calibrated, "real": fire.real},
+        "fires": sum(1 for r in rows if r.decision == "compact"),
+        "late": report.count("late"),
+        "early": report.count("early"),
+        "overflows": report.count("overflow"),
+        "median_error_pct": None if not errors else round(statistics.median(errors) * 100, 2),
+        "p90_error_pct": None if not errors else round((_pct(errors, 0.9) or 0) * 100, 2),
+        "recorded_compactions": recorded,
+        "simulation": None
+        if sim is None
+        else {
+            "compactions": len(sim.compactions),
+            "at_requests": sim.compactions,
+            "overflows": sim.overflows,
+        },
+    }
+
+
+def row_dict(r: Row) -> dict[str, Any]:
+    return {
+        "index": r.index,
+        "estimate": r.estimate,
+        "calibrated": r.calibrated,
+        "real": r.real,
+        "real_source": r.real_source,
+        "threshold": r.threshold,
+        "window": r.window,
+        "decision": r.decision,
+        "margin": r.margin,
+        "first_in_segment": r.first_in_segment,
+        "segment": r.segment,
+        "factor": round(r.factor, 4),
+        "error_pct": None if r.error is None else round(r.error * 100, 3),
+        "late": r.late,
+        "overflow": r.overflow,
+        "recorded_compaction": r.recorded_compaction,
+    }
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    est, pol = report.estimate, report.policy
+    return {
+        "path": est.path,
+        "format": est.format,
+        "session_id": est.replay.session_id,
+        "model": est.model.name,
+        "tokenizer": est.model.tokenizer,
+        "window": pol.window,
+        "window_source": est.model.window_source,
+        "buffer": pol.buffer,
+        "buffer_rule": pol.buffer_rule,
+        "threshold": pol.threshold,
+        "summary_budget": pol.summary_budget,
+        "calibration": report.calibration,
+        "prior": {
+            "overhead": report.prior.overhead,
+            "ratio": report.prior.ratio,
+            "source": report.prior.source,
+        },
+        "summary": summary(report),
+        "requests": [row_dict(r) for r in report.rows],
+        "warnings": list(est.model.warnings),
+        "skipped_lines": est.skipped,
+    }
+
+
+def explain(report: Report) -> list[tuple[str, str]]:
+    """The full arithmetic of the last decision, as (label, text) lines."""
+    est, pol = report.estimate, report.policy
+    if not report.rows:
+        return [("decision", "no model request in this transcript")]
+    last = report.rows[-1]
+    source_of_real = next(
+        (r for r in reversed(report.rows[:-1]) if r.real is not None and r.segment == last.segment), None
+    )
+    real_from = (
+        "none yet in this segment (first request): the prior is used"
+        if source_of_real is None
+        else f"request #{source_of_real.index}: {source_of_real.real:,} tokens from the provider's "
+        + ("usage record" if source_of_real.real_source == "usage" else "'prompt is too long' error")
+    )
+    return [
+        ("request", f"#{last.index} (the last in the log), segment {last.segment}"),
+        ("model", f"{est.model.name or '?'} ({est.model.provider})"),
+        ("window", f"{pol.window:,} tokens, from {est.model.window_source}"),
+        ("buffer", f"{pol.buffer:,} tokens: {pol.buffer_rule}"),
+        ("threshold", f"window − buffer = {pol.window:,} − {pol.buffer:,} = {pol.threshold:,}"),
+        ("tokenizer", f"{est.model.tokenizer}: the request is estimated at {last.estimate:,} tokens"),
+        ("calibration", f"{report.calibration}: {last.basis}"),
+        (
+            "prior",
+            f"hidden {report.prior.overhead:,} + ratio {report.prior.ratio:.3f} ({report.prior.source})",
+        ),
+        ("real count", real_from),
+        ("prediction", f"{last.calibrated:,} tokens (factor {last.factor:.3f})"),
+        (
+            "decision",
+            f"{'compact' if last.decision == 'compact' else 'no compaction'}: {last.calibrated:,} "
+            f"{'≥' if last.decision == 'compact' else '<'} {pol.threshold:,} (margin {last.margin:,})",
+        ),
+        ("summary budget", f"buffer × 0.5 = {pol.summary_budget:,} tokens"),
+    ]
