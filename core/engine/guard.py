@@ -34,6 +34,14 @@ from ctxfold.core.tokens.models import resolve
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import Message, ToolDef
 
+MIN_SUMMARY_TOKENS = 200
+
+
+def summary_budget(policy_budget: int, folded_tokens: int) -> int:
+    """The seeds' ``buffer × 0.5``, but never more than half of what the summary replaces:
+    a summary must make the request smaller, whatever forced the compaction."""
+    return max(MIN_SUMMARY_TOKENS, min(policy_budget, folded_tokens // 2))
+
 
 class WindowTooSmallError(CtxfoldError):
     """Even a fully compacted request (system prompt, tools, summary) does not fit."""
@@ -150,29 +158,34 @@ class ContextGuard:
         if not decision.due:
             self.state.set("last_heuristic", decision.estimate)
             return Prepared(messages, decision)
+        if self._nothing_to_fold(events):
+            if decision.forced:
+                raise WindowTooSmallError(
+                    f"the provider refused even the compacted request ({self.state.get('real_tokens'):,} tokens "
+                    f"in a {self.policy.window:,}-token window): the system prompt and tools alone are too large"
+                )
+            self.state.set("last_heuristic", decision.estimate)
+            return Prepared(messages, decision)  # compacted already; only the provider can tell more
+        fixed = self.fixed_tokens(system, tools)
         folded = fold(
             messages,
             counter=self.counter,
             summarizer=self.summarizer,
-            budget_tokens=self.policy.summary_budget,
+            budget_tokens=summary_budget(self.policy.summary_budget, decision.estimate - fixed),
             summarizer_window=self.summarizer_window,
             instructions=instructions,
         )
         new_estimate = self.estimate(folded.messages, system, tools)
+        if new_estimate >= self.policy.threshold or new_estimate >= decision.estimate:
+            raise WindowTooSmallError(
+                f"the request cannot fit: compacted it still counts {new_estimate:,} tokens (system prompt and "
+                f"tools alone: {fixed:,}; before compaction {decision.estimate:,}) against a threshold of "
+                f"{self.policy.threshold:,} in a {self.policy.window:,}-token window; use a model with a larger "
+                "window or fewer tools"
+            )
         self.calibrator.reset()
         self._forced = False
         after = self.decide(new_estimate)
-        if after.due:
-            fixed = self.fixed_tokens(system, tools)
-            raise WindowTooSmallError(
-                f"the request cannot fit: after compaction it is still predicted at {after.predicted:,} tokens "
-                f"(system prompt and tools alone: {fixed:,}) against a threshold of {self.policy.threshold:,} "
-                f"in a {self.policy.window:,}-token window; use a model with a larger window or fewer tools"
-            )
-        if new_estimate >= decision.estimate:
-            raise WindowTooSmallError(
-                f"compaction would not shrink the request ({decision.estimate:,} → {new_estimate:,} tokens); refusing to loop"
-            )
         self.state.set("summary", folded.summary.text)
         self.state.set("contents_at_compaction", len(events))
         self.state.set("summarized_at", decision.predicted)
@@ -181,6 +194,10 @@ class ContextGuard:
         self.state.set("last_heuristic", new_estimate)
         self.compactions += 1
         return Prepared(folded.messages, decision, compacted=True, after=after, summary=folded.summary)
+
+    def _nothing_to_fold(self, events: Sequence[Message]) -> bool:
+        """True right after a compaction: no event has arrived since the summary was made."""
+        return self.state.summary is not None and self.state.watermark >= len(events)
 
     def after_response(self, prompt_tokens: int | None, *, final: bool = True) -> None:
         """Record the provider's prompt-token count; streaming partials are ignored."""

@@ -1,0 +1,183 @@
+"""The decision engine: the seeds' rules, calibrators, state, watermark and the overflow-error path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ctxfold.core.engine.calibration import GrowthCalibrator, Prior, SeedCalibrator, make_calibrator
+from ctxfold.core.engine.guard import ContextGuard, WindowTooSmallError
+from ctxfold.core.engine.policy import compute_buffer, make_policy, parse_buffer
+from ctxfold.core.engine.profile import Observation, Profiles, observe_session
+from ctxfold.core.engine.state import KEYS, JsonFileStore, MemoryStore
+from ctxfold.core.errors import ConfigError, UsageError
+from ctxfold.core.strategies.summary import SUMMARY_OPEN
+from ctxfold.core.tokens.session import Request
+from ctxfold.core.transcript.model import Message, TextPart
+
+
+@pytest.mark.parametrize(
+    ("window", "buffer", "threshold"),
+    [
+        (200_000, 20_000, 180_000),
+        (199_999, 39_999, 160_000),
+        (1_000_000, 20_000, 980_000),
+        (8_000, 1_600, 6_400),
+        (4_000, 800, 3_200),
+    ],
+)
+def test_buffer_rule(window: int, buffer: int, threshold: int) -> None:
+    assert compute_buffer(window)[0] == buffer
+    policy = make_policy(window)
+    assert policy.threshold == threshold
+    assert policy.summary_budget == buffer // 2
+
+
+def test_max_tokens_and_explicit_buffer() -> None:
+    # the seeds' WithMaxTokens(180000) workaround: 180k < 200k → 20 % buffer → threshold 144k
+    assert make_policy(200_000, max_tokens=180_000).threshold == 144_000
+    assert make_policy(100_000, buffer="10%").buffer == 10_000
+    assert make_policy(100_000, buffer="15,000").threshold == 85_000
+    for bad in ("lots", "150%", "-5"):
+        with pytest.raises(UsageError):
+            parse_buffer(bad, 100_000)
+
+
+def test_seed_rule_matches_the_seeds_worked_examples() -> None:
+    cal = SeedCalibrator(Prior(0, 2.5))
+    assert cal.predict(10_000).tokens == 25_000  # no real count: default factor 2.5
+    cal.observe(70_000, 140_000)  # step N: heuristic 70k, real 140k → correction 2.0
+    assert cal.predict(90_000).tokens == 180_000  # TestTimingGap_CalibratedHeuristicPreventsOverflow
+    assert cal.predict(50_000).tokens == 140_000  # never under the last real count
+    cal.observe(10_000, 100_000)  # correction 10 → capped at 5
+    assert cal.predict(30_000).tokens == 150_000
+    cal.observe(100_000, 50_000)  # correction 0.5 → floored at 1
+    assert cal.predict(120_000).tokens == 120_000
+    cal.reset()
+    assert cal.predict(1_000).tokens == 2_500
+
+
+def test_growth_calibrator() -> None:
+    cal = GrowthCalibrator(Prior(20_000, 1.25, "test"))
+    assert cal.predict(1_000).tokens == 21_250  # hidden 20k + 1,000 × 1.25
+    cal.observe(1_000, 22_000)
+    assert cal.predict(3_000).tokens == 22_000 + int(2_000 * 1.25)  # prior ratio until the slope spans 2k
+    cal.observe(5_000, 28_000)  # slope (28000−22000)/(5000−1000) = 1.5
+    assert cal.predict(6_000).tokens == 28_000 + 1_500
+    cal.reset()  # what the segment taught survives as the prior, not as a stale factor
+    assert cal.prior.ratio == 1.5 and cal.prior.overhead == 22_000 - 1_500
+    assert cal.predict(2_000).tokens == 20_500 + 3_000
+
+
+def test_unknown_calibration_suggests() -> None:
+    with pytest.raises(UsageError, match="did you mean 'growth'"):
+        make_calibrator("grwth")
+
+
+def _events(n: int, words: int = 300) -> list[Message]:
+    out: list[Message] = []
+    for i in range(n):
+        out.append(Message("user", (TextPart(f"request {i}: " + "word " * words),)))
+        out.append(Message("assistant", (TextPart("answer " * 50),)))
+    return out
+
+
+def test_guard_watermark_strips_what_the_summary_covers() -> None:
+    store = MemoryStore()
+    guard = ContextGuard("gpt-4o", window=8_000, store=store)
+    events = _events(25)
+    prepared = guard.before_request(events)
+    assert prepared.compacted and len(prepared.messages) == 2
+    assert prepared.messages[0].text.startswith(SUMMARY_OPEN)
+    assert "request 24" in prepared.messages[1].text  # the continuation quotes the latest request
+    assert guard.state.watermark == len(events)
+    for key in KEYS:
+        assert guard.state.key(key) in store.data or key in ("real_tokens",)
+    events += [Message("user", (TextPart("one more thing"),))]
+    again = guard.before_request(events)
+    assert not again.compacted
+    assert [m.text for m in again.messages[1:]] == ["one more thing"]  # not the whole history again
+
+
+def test_guard_ignores_partials_and_learns_real_counts() -> None:
+    guard = ContextGuard("gpt-4o", window=128_000)
+    events = _events(2)
+    first = guard.before_request(events)
+    guard.after_response(999_999, final=False)
+    assert not guard.calibrator.history
+    guard.after_response(first.decision.estimate * 2)
+    assert guard.calibrator.history == [(first.decision.estimate, first.decision.estimate * 2)]
+
+
+def test_overflow_error_teaches_and_forces_compaction() -> None:
+    guard = ContextGuard("claude-sonnet-4-5", window=200_000)
+    events = _events(3)
+    guard.before_request(events)
+    assert not guard.on_error("500 internal server error")
+    assert guard.on_error(
+        '400 {"type":"error","error":{"message":"prompt is too long: 200819 tokens > 200000 maximum"}}'
+    )
+    assert guard.state.get("real_tokens") == 200_819
+    prepared = guard.before_request(events)
+    assert prepared.compacted and prepared.decision.forced
+
+
+def test_window_too_small_is_a_clear_error_not_a_loop() -> None:
+    guard = ContextGuard("gpt-4o", window=4_000)
+    system = ("You are an agent. " + "Follow every rule. " * 1200,)
+    with pytest.raises(WindowTooSmallError, match="system prompt and tools alone"):
+        guard.before_request(_events(1, 10), system=system)
+
+
+def test_refused_again_after_compaction_stops() -> None:
+    guard = ContextGuard("claude-sonnet-4-5", window=200_000)
+    events = _events(3)
+    guard.before_request(events)
+    guard.on_error("prompt is too long: 210000 tokens > 200000 maximum")
+    assert guard.before_request(events).compacted
+    guard.on_error("prompt is too long: 205000 tokens > 200000 maximum")
+    with pytest.raises(WindowTooSmallError, match="refused even the compacted request"):
+        guard.before_request(events)
+
+
+def test_json_store_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    g1 = ContextGuard("gpt-4o", window=8_000, store=JsonFileStore(path))
+    events = _events(25)
+    g1.before_request(events)
+    g1.after_response(1_234)
+    g2 = ContextGuard("gpt-4o", window=8_000, store=JsonFileStore(path))
+    assert g2.state.watermark == len(events)
+    assert g2.calibrator.history  # calibration points reloaded
+    assert orjson.loads(path.read_bytes())["__context_guard_real_tokens_default"] == 1_234
+    path.write_text("{broken")
+    with pytest.raises(ConfigError, match="unreadable engine state"):
+        JsonFileStore(path)
+
+
+def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
+    prof = Profiles(tmp_path / "p.json")
+    assert prof.prior("claude-code|claude-opus-4", "anthropic").source.startswith("anthropic default")
+    prof.learn("claude-code|claude-opus-4", "a", Observation(26_000, 1.3))
+    prof.learn("claude-code|claude-opus-4", "b", Observation(30_000, 1.5))
+    prof.learn("claude-code|claude-sonnet-4", "c", Observation(16_000, 1.2))
+    p = prof.prior("claude-code|claude-opus-4", "anthropic")
+    assert (p.overhead, p.ratio) == (28_000, 1.4)
+    assert prof.prior("claude-code|claude-opus-4", "anthropic", exclude="b").overhead == 26_000
+    assert prof.prior("claude-code|claude-haiku-4", "anthropic").overhead == 26_000  # any model of the source
+    prof.save()
+    assert Profiles(tmp_path / "p.json").profiles == prof.profiles
+    (tmp_path / "p.json").write_text("not json")
+    with pytest.raises(ConfigError, match="profile reset"):
+        Profiles(tmp_path / "p.json")
+
+
+def test_observe_session_uses_the_first_request_and_the_slope() -> None:
+    reqs = [
+        Request(0, 1_000, 1, real=26_300, real_source="usage"),
+        Request(1, 11_000, 5, real=39_300, real_source="usage"),
+    ]
+    obs = observe_session(reqs, "anthropic")
+    assert obs is not None and obs.ratio == 1.3 and obs.overhead == 25_000
