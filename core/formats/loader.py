@@ -33,6 +33,7 @@ class Opened:
     skipped: list[LineError] = field(default_factory=list)
     bytes_read: int = 0
     lines_read: int = 0
+    current_line: int = 0  # the line being read when the entry just yielded was produced
 
 
 def open_transcript(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> Opened:
@@ -80,6 +81,7 @@ def _stream(
         if isinstance(item, Line):
             opened.bytes_read += item.size
             opened.lines_read += 1
+            opened.current_line = item.no
             try:
                 yield from reader.feed(item)
                 continue
