@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from ctxfold.core.errors import LineError
@@ -51,6 +52,36 @@ def need(d: Mapping[str, Any], key: str, line: Line, typ: type | tuple[type, ...
     return value
 
 
+def get_str(d: Mapping[str, Any], key: str) -> str | None:
+    """Optional string field: any other type counts as absent."""
+    value = d.get(key)
+    return value if isinstance(value, str) else None
+
+
+def get_dict(d: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """Optional object field: absent or any other type gives an empty dict."""
+    value = d.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def get_list(d: Mapping[str, Any], key: str) -> list[Any]:
+    """Optional array field: absent or any other type gives an empty list."""
+    value = d.get(key)
+    return value if isinstance(value, list) else []
+
+
+def epoch_iso(value: Any) -> str | None:
+    """Epoch seconds as ISO 8601 UTC; strings pass through, implausible numbers count as absent."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(value, timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def as_int(value: Any) -> int:
     """Token counts arrive as ints, floats or numeric strings; anything else counts as 0."""
     if isinstance(value, bool):
@@ -59,7 +90,7 @@ def as_int(value: Any) -> int:
         return value
     if isinstance(value, float):
         return int(value)
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:  # not "²"
         return int(value)
     return 0
 
@@ -102,5 +133,8 @@ def parse_overflow(message: str) -> tuple[int, int] | None:
     for pat in _OVERFLOW_PATTERNS:
         m = pat.search(message)
         if m:
-            return int(m["n"].replace(",", "")), int(m["limit"].replace(",", ""))
+            try:
+                return int(m["n"].replace(",", "")), int(m["limit"].replace(",", ""))
+            except ValueError:  # only commas, or absurdly many digits
+                continue
     return None

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ctxfold.core.formats.base import Line, as_int, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
 from ctxfold.core.formats.claude_code_parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -51,7 +51,7 @@ def _bookkeeping(d: dict[str, Any], t: Any) -> bool:
         return "leafUuid" in d
     if t == "file-history-snapshot":
         return "messageId" in d and "snapshot" in d
-    return t in _BOOKKEEPING and isinstance(d.get("sessionId"), str)
+    return isinstance(t, str) and t in _BOOKKEEPING and isinstance(d.get("sessionId"), str)
 
 
 def sniff(objs: Sequence[Any]) -> int:
@@ -138,8 +138,8 @@ class _Pending:
         return Message(
             role="assistant",
             parts=tuple(self.parts),
-            id=d.get("uuid"),
-            timestamp=d.get("timestamp"),
+            id=get_str(d, "uuid"),
+            timestamp=get_str(d, "timestamp"),
             usage=usage_of(msg),
             model=model if isinstance(model, str) and model != SYNTHETIC else None,
             branch=self.branch,
@@ -222,7 +222,7 @@ class Reader:
                 content
                 if isinstance(content, str)
                 else "\n".join(
-                    b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+                    get_str(b, "text") or "" for b in content if isinstance(b, dict) and b.get("type") == "text"
                 )
             )
             out.append(self._error(d, text))
@@ -254,8 +254,8 @@ class Reader:
         message = Message(
             role="user",
             parts=user_parts(content, line, self._names),
-            id=d.get("uuid"),
-            timestamp=d.get("timestamp"),
+            id=get_str(d, "uuid"),
+            timestamp=get_str(d, "timestamp"),
             branch=branch,
             extra=extra,
         )
@@ -279,17 +279,15 @@ class Reader:
         if sub == "compact_boundary":
             out = self._flush()
             self._context(d, out)
-            meta = d.get("compactMetadata")
-            meta = meta if isinstance(meta, dict) else {}
-            trigger = meta.get("trigger")
+            meta = get_dict(d, "compactMetadata")
             out.append(
                 CompactionMarker(
                     source=NAME,
                     tokens_before=as_int(meta["preTokens"]) if "preTokens" in meta else None,
                     tokens_after=as_int(meta["postTokens"]) if "postTokens" in meta else None,
-                    trigger=trigger if isinstance(trigger, str) else None,
-                    id=d.get("uuid"),
-                    timestamp=d.get("timestamp"),
+                    trigger=get_str(meta, "trigger"),
+                    id=get_str(d, "uuid"),
+                    timestamp=get_str(d, "timestamp"),
                     extra=rest(d, ("type", "uuid", "timestamp")),
                 )
             )
@@ -308,7 +306,7 @@ class Reader:
             message=text,
             prompt_tokens=sizes[0] if sizes else None,
             limit=sizes[1] if sizes else None,
-            id=d.get("uuid"),
-            timestamp=d.get("timestamp"),
+            id=get_str(d, "uuid"),
+            timestamp=get_str(d, "timestamp"),
             extra=rest(d, ("uuid", "timestamp")),
         )

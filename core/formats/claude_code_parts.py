@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, need, rest
+from ctxfold.core.formats.base import Line, as_int, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     OpaquePart,
@@ -45,7 +45,7 @@ def _media(b: dict[str, Any], line: Line) -> MediaPart | OpaquePart:
     src = need(b, "source", line, dict)
     kind = src.get("type")
     extra = rest(b, ("source",))
-    mime = src.get("media_type") or ("text/plain" if kind == "text" else "application/octet-stream")
+    mime = get_str(src, "media_type") or ("text/plain" if kind == "text" else "application/octet-stream")
     data = src.get("data")
     if kind == "base64" and isinstance(data, str):
         return MediaPart(mime_type=mime, data=data, byte_size=b64_size(data), extra=extra)
@@ -117,12 +117,12 @@ def assistant_part(b: dict[str, Any], t: str, line: Line, names: dict[str, str])
         return TextPart(need(b, "text", line, str), extra=rest(b, ("type", "text")))
     if t == "thinking":
         return ThinkingPart(
-            text=b.get("thinking") or "",
-            signature=b.get("signature"),
+            text=get_str(b, "thinking") or "",
+            signature=get_str(b, "signature"),
             extra=rest(b, ("type", "thinking", "signature")),
         )
     if t == "redacted_thinking":
-        return ThinkingPart(encrypted=b.get("data"), redacted=True, extra=rest(b, ("type", "data")))
+        return ThinkingPart(encrypted=get_str(b, "data"), redacted=True, extra=rest(b, ("type", "data")))
     if t == "tool_use":
         call_id = need(b, "id", line, str)
         name = need(b, "name", line, str)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import Line, as_int, get_str, need, obj, parse_overflow, rest
 from ctxfold.core.formats.codex_items import item_message
 from ctxfold.core.transcript.model import ApiError, CompactionMarker, ContextUpdate, Entry, Message, Usage
 
@@ -48,7 +48,7 @@ def sniff(objs: Sequence[Any]) -> int:
     hits = sum(
         1
         for o in objs
-        if isinstance(o, dict) and o.get("type") in _LINE_TYPES and isinstance(o.get("payload"), dict)
+        if isinstance(o, dict) and get_str(o, "type") in _LINE_TYPES and isinstance(o.get("payload"), dict)
     )
     if not hits:
         return 0
@@ -76,7 +76,7 @@ class Reader:
         if kind not in _LINE_TYPES:
             return ()  # e.g. world_state: not part of the model's context
         p = need(d, "payload", line, dict)
-        ts = d.get("timestamp") if isinstance(d.get("timestamp"), str) else None
+        ts = get_str(d, "timestamp")
         if kind == "response_item":
             return self._response_item(p, line, ts)
         if kind == "event_msg":
@@ -125,7 +125,7 @@ class Reader:
             raise LineError("field 'replacement_history' should be list", line.no)
         return CompactionMarker(
             source="codex",
-            summary=p.get("message") if isinstance(p.get("message"), str) else None,
+            summary=get_str(p, "message"),
             replacement=None if replacement is None else tuple(self._replacement(replacement, line)),
             timestamp=ts,
             extra=rest(p, ("message", "replacement_history")),
@@ -192,7 +192,7 @@ class Reader:
     def _turn_context(self, p: dict[str, Any]) -> list[Entry]:
         """Every turn_context becomes a ContextUpdate (so a writer can restore the line);
         ``model`` is set only when it changed."""
-        model = p.get("model") if isinstance(p.get("model"), str) else None
+        model = get_str(p, "model")
         changed = model is not None and model != self._model
         if changed:
             self._model = model
@@ -208,7 +208,7 @@ class Reader:
         used = ["id", "model"]
         if isinstance(base, dict) and len(base) == 1 and text is not None:
             used.append("base_instructions")  # the usual {"text": ...}; a plain string stays in extra
-        model = p.get("model") if isinstance(p.get("model"), str) else None
+        model = get_str(p, "model")
         if model:
             self._model = model
         return ContextUpdate(

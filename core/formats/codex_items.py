@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, need, rest
+from ctxfold.core.formats.base import Line, get_list, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     Message,
@@ -66,7 +66,7 @@ def content_parts(content: Any, default: str, line: Line) -> tuple[Any, ...]:
             continue
         if not isinstance(item, dict):
             raise LineError(f"content item should be object, got {type(item).__name__}", line.no)
-        t = item.get("type")
+        t = get_str(item, "type")
         text = item.get("text")
         if t in _TEXT_TYPES and isinstance(text, str):
             plain = t == default and len(item) == 2
@@ -74,7 +74,7 @@ def content_parts(content: Any, default: str, line: Line) -> tuple[Any, ...]:
         elif t == "input_image":
             parts.append(_image(item))
         else:
-            parts.append(OpaquePart(item, t if isinstance(t, str) else "opaque"))
+            parts.append(OpaquePart(item, t if t is not None else "opaque"))
     return tuple(parts)
 
 
@@ -104,13 +104,14 @@ def _result(p: dict[str, Any], line: Line, name: str | None) -> ToolResultPart:
 def _reasoning(p: dict[str, Any]) -> tuple[ThinkingPart, tuple[str, ...]]:
     """Summary texts joined by blank lines; the raw summary list stays in ``extra`` only when
     joining would lose something (items other than plain summary_text)."""
-    summary = p.get("summary") or []
+    summary = get_list(p, "summary")
     texts = [s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str)]
     used: tuple[str, ...] = ("type", "id", "encrypted_content")
-    if len(texts) == len(summary) and all(len(s) == 2 and s.get("type") == "summary_text" for s in summary):
+    # texts from plain summary_text items only: the list is rebuilt from them (a mistyped one stays)
+    whole = bool(summary) or not p.get("summary")
+    if whole and len(texts) == len(summary) and all(len(s) == 2 and s.get("type") == "summary_text" for s in summary):
         used += ("summary",)
-    enc = p.get("encrypted_content")
-    return ThinkingPart("\n\n".join(texts), encrypted=enc if isinstance(enc, str) else None), used
+    return ThinkingPart("\n\n".join(texts), encrypted=get_str(p, "encrypted_content")), used
 
 
 def item_message(
@@ -119,7 +120,7 @@ def item_message(
     """One response item → one Message. ``names`` maps call ids to tool names (filled by calls,
     read by outputs) so tool results carry the tool's name."""
     t = need(p, "type", line, str)
-    item_id = p.get("id") if isinstance(p.get("id"), str) else None
+    item_id = get_str(p, "id")
     if t == "message":
         role = need(p, "role", line, str)
         if role not in ROLES:
@@ -133,7 +134,7 @@ def item_message(
             ROLES[role], parts, item_id, ts, model=model if role == "assistant" else None, extra=extra
         )
     if t in TOOL_OUTPUTS:
-        result = _result(p, line, names.get(p.get("call_id") or ""))
+        result = _result(p, line, names.get(need(p, "call_id", line, str)))
         return Message("tool", (result,), item_id, ts, extra=rest(p, ("type", "id", "call_id", "output")))
     part: Part
     used: tuple[str, ...]
@@ -147,7 +148,7 @@ def item_message(
             part, used = ToolCallPart(call_id, name, p.get("input"), extra={"type": t}), ("input",)
         used += ("type", "id", "call_id", "name")
     elif t == "local_shell_call":
-        call_id = p.get("call_id") or item_id or ""
+        call_id = get_str(p, "call_id") or item_id or ""
         names[call_id] = "local_shell"
         part = ToolCallPart(call_id, "local_shell", p.get("action"), extra={"type": t})
         used = ("type", "id", "call_id", "action")

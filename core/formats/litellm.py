@@ -7,11 +7,21 @@ previous line are emitted; the response becomes the assistant message carrying t
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, ListReader, as_int, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import (
+    Line,
+    ListReader,
+    as_int,
+    epoch_iso,
+    get_dict,
+    get_str,
+    need,
+    obj,
+    parse_overflow,
+    rest,
+)
 from ctxfold.core.formats.openai_common import (
     content_parts,
     message_from_openai,
@@ -45,15 +55,6 @@ def sniff(objs: Sequence[Any]) -> int:
     # messages + kwargs + response is LiteLLM's completion-log shape; the timing and cost
     # fields make it certain (a bare OpenAI request log has neither kwargs nor these).
     return 95 if "latency_sec" in first or "cost" in first else 80
-
-
-def _iso(ts: Any) -> str | None:
-    """The log's epoch-seconds timestamp as ISO 8601 UTC (strings pass through)."""
-    if isinstance(ts, bool):
-        return None
-    if isinstance(ts, (int, float)):
-        return datetime.fromtimestamp(ts, timezone.utc).isoformat().replace("+00:00", "Z")
-    return ts if isinstance(ts, str) else None
 
 
 def _system_texts(messages: list[Any]) -> tuple[tuple[str, ...], int]:
@@ -92,7 +93,7 @@ class Reader(ListReader):
         response = d.get("response")
         if response is not None and not isinstance(response, dict):
             raise LineError(f"field 'response' should be dict, got {type(response).__name__}", line.no)
-        kwargs = d.get("kwargs") if isinstance(d.get("kwargs"), dict) else {}
+        kwargs = get_dict(d, "kwargs")
 
         system, n_system = _system_texts(messages)
         history = messages[n_system:]
@@ -123,7 +124,7 @@ class Reader(ListReader):
                 text,
                 prompt_tokens=found[0] if found else None,
                 limit=found[1] if found else None,
-                timestamp=_iso(d.get("timestamp")),
+                timestamp=epoch_iso(d.get("timestamp")),
             )
 
     def _update(
@@ -138,7 +139,8 @@ class Reader(ListReader):
             tools_raw = kwargs.get("functions")
         if tools_raw != self._tools_raw:
             self._tools_raw = tools_raw
-            changed["tools"] = tuple(tooldef_from_openai(t) for t in tools_raw or () if isinstance(t, dict))
+            tools = tools_raw if isinstance(tools_raw, list) else ()
+            changed["tools"] = tuple(tooldef_from_openai(t) for t in tools if isinstance(t, dict))
         model = kwargs.get("model") or (response.get("model") if isinstance(response, dict) else None)
         if isinstance(model, str) and model != self._model:
             self._model = changed["model"] = model
@@ -162,7 +164,8 @@ class Reader(ListReader):
         choice = choices[0]
         raw = need(choice, "message", line, dict)
         msg = message_from_openai(raw, line)
-        model = response.get("model") if isinstance(response.get("model"), str) else self._model
+        model = get_str(response, "model")
+        model = model if model is not None else self._model
         usage_raw = response.get("usage")
         # LiteLLM's usage is OpenAI-shaped: prompt_tokens already includes cached tokens
         # (its Anthropic adapter adds cache_read_input_tokens and cache_creation_input_tokens
@@ -186,12 +189,11 @@ class Reader(ListReader):
         line_more = rest(d, _LINE_USED)
         if line_more:
             extra["log"] = line_more
-        resp_id = response.get("id")
         yield Message(
             "assistant",
             msg.parts,
-            id=resp_id if isinstance(resp_id, str) else None,
-            timestamp=_iso(d.get("timestamp")),
+            id=get_str(response, "id"),
+            timestamp=epoch_iso(d.get("timestamp")),
             usage=usage,
             model=model,
             extra=extra,

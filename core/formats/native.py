@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, obj
+from ctxfold.core.formats.base import Line, need, obj
 from ctxfold.core.transcript import codec
 from ctxfold.core.transcript.model import ContextUpdate, Entry
 
@@ -29,6 +29,16 @@ _HEADER_FIELDS = {
     "system",
     "tools",
     "extra",
+}
+
+# Header fields whose wrong type would leak into the model (every one is optional).
+_HEADER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "session_id": str,
+    "model": str,
+    "context_window": int,
+    "system": (str, list),
+    "tools": list,
+    "extra": dict,
 }
 
 
@@ -51,7 +61,7 @@ class Reader:
             raise LineError("the first line of a ctxfold transcript must be its header", line.no)
         try:
             return [codec.decode(d)]
-        except (ValueError, TypeError, KeyError) as err:
+        except (ValueError, TypeError, KeyError, AttributeError) as err:  # codec on a non-object part
             raise LineError(str(err), line.no) from None
 
     def _header(self, d: dict[str, Any], line: Line) -> ContextUpdate:
@@ -65,6 +75,9 @@ class Reader:
         unknown = set(d) - _HEADER_FIELDS
         if unknown:
             raise LineError(f"unknown header field(s): {', '.join(sorted(unknown))}", line.no)
+        for key, typ in _HEADER_TYPES.items():
+            if d.get(key) is not None:
+                need(d, key, line, typ)
         try:
             tools = tuple(codec.decode({"type": "tool_def", **t}) for t in d.get("tools") or ())
             system = d.get("system") or []
@@ -72,7 +85,7 @@ class Reader:
                 system = [system]
             if not all(isinstance(s, str) for s in system):
                 raise TypeError("'system' should be a string or a list of strings")
-        except (ValueError, TypeError, KeyError) as err:
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
             raise LineError(f"header: {err}", line.no) from None
         return ContextUpdate(
             system=tuple(system),

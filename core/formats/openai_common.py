@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, need, rest
+from ctxfold.core.formats.base import Line, as_int, get_dict, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     Message,
@@ -109,7 +109,7 @@ def _content_part(p: Any) -> TextPart | MediaPart | OpaquePart:
         audio = p["input_audio"]
         data = audio.get("data")
         if isinstance(data, str):
-            fmt = audio.get("format") or "wav"
+            fmt = get_str(audio, "format") or "wav"
             return MediaPart(
                 f"audio/{fmt}", data=data, byte_size=b64_size(data), extra=rest(audio, ("data",))
             )
@@ -134,10 +134,10 @@ def tool_call_part(c: Any, line: Line) -> ToolCallPart | OpaquePart:
     """One entry of ``tool_calls`` (function or custom tool)."""
     if not isinstance(c, dict):
         raise LineError(f"tool call should be an object, got {type(c).__name__}", line.no)
-    kind = c.get("type") or "function"
+    kind = get_str(c, "type") or "function"
     body = c.get(kind)
     if not isinstance(body, dict) or not isinstance(body.get("name"), str):
-        return OpaquePart(c, type=str(kind))
+        return OpaquePart(c, type=kind)
     args = _arguments(body.get("arguments")) if kind == "function" else body.get("input")
     extra = rest(c, ("id", kind, "type"))
     if kind != "function":
@@ -163,7 +163,7 @@ def message_from_openai(d: Mapping[str, Any], line: Line) -> Message:
             call_id = str(need(d, "name", line, str))
         else:
             call_id = str(need(d, "tool_call_id", line, (str, int)))
-        name = d.get("name") if isinstance(d.get("name"), str) else None
+        name = get_str(d, "name")
         extra.pop("name", None)
         content = tuple(content_parts(d.get("content")))
         parts.append(ToolResultPart(call_id, content, name=name))
@@ -173,9 +173,9 @@ def message_from_openai(d: Mapping[str, Any], line: Line) -> Message:
     if isinstance(blocks, list) and blocks:
         for b in blocks:
             if isinstance(b, dict) and b.get("type") == "redacted_thinking":
-                parts.append(ThinkingPart(encrypted=b.get("data"), redacted=True))
+                parts.append(ThinkingPart(encrypted=get_str(b, "data"), redacted=True))
             elif isinstance(b, dict):
-                parts.append(ThinkingPart(str(b.get("thinking") or ""), signature=b.get("signature")))
+                parts.append(ThinkingPart(str(b.get("thinking") or ""), signature=get_str(b, "signature")))
         if isinstance(thinking, str) and thinking:
             extra["reasoning_content"] = thinking  # the same text the blocks already hold
     elif isinstance(thinking, str) and thinking:
@@ -247,8 +247,7 @@ def usage_from_openai(
     key_in = "prompt_tokens" if "prompt_tokens" in usage else "input_tokens"
     key_out = "completion_tokens" if "completion_tokens" in usage else "output_tokens"
     prompt = as_int(usage.get(key_in))
-    details = usage.get(f"{key_in}_details") or usage.get("input_tokens_details")
-    details = details if isinstance(details, dict) else {}
+    details = get_dict(usage, f"{key_in}_details") or get_dict(usage, "input_tokens_details")
     fields = {"prompt_tokens": f"{path}.{key_in}", "output_tokens": f"{path}.{key_out}"}
     cache_read = as_int(usage.get("cache_read_input_tokens"))
     if cache_read:

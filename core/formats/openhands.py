@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, ListReader, as_int, need, obj, rest
+from ctxfold.core.formats.base import Line, ListReader, as_int, get_dict, get_str, need, obj, rest
 from ctxfold.core.formats.openai_common import (
     media_from_url,
     message_from_openai,
@@ -50,10 +50,6 @@ def sniff(objs: Sequence[Any]) -> int:
     return 70 if "metrics" in first or "instruction" in first else 0
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _event_id(e: Mapping[str, Any]) -> str | None:
     value = e.get("id")
     return str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
@@ -72,11 +68,10 @@ class Reader(ListReader):
         if self._instances:
             yield ContextReset("next evaluation instance")
         self._instances += 1
-        metadata: dict[str, Any] = d["metadata"] if isinstance(d.get("metadata"), dict) else {}
-        llm: dict[str, Any] = metadata["llm_config"] if isinstance(metadata.get("llm_config"), dict) else {}
+        llm = get_dict(get_dict(d, "metadata"), "llm_config")
         window = as_int(llm.get("max_input_tokens")) or None
         yield ContextUpdate(
-            model=_str(llm.get("model")),
+            model=get_str(llm, "model"),
             context_window=window,
             session_id=str(d["instance_id"]) if d.get("instance_id") is not None else None,
             extra=rest(d, ("history", "instance_id")),
@@ -94,7 +89,7 @@ class Reader(ListReader):
         meta = e.get("tool_call_metadata")
         if action is None and observation is None:
             raise LineError("a history event has neither 'action' nor 'observation'", line.no)
-        args: dict[str, Any] = e["args"] if isinstance(e.get("args"), dict) else {}
+        args = get_dict(e, "args")
         if action == "system":
             tools = args.get("tools")
             yield ContextUpdate(
@@ -127,9 +122,9 @@ class Reader(ListReader):
         elif action == "condensation":
             yield CompactionMarker(
                 source="openhands",
-                summary=_str(args.get("summary")),
+                summary=get_str(args, "summary"),
                 id=_event_id(e),
-                timestamp=_str(e.get("timestamp")),
+                timestamp=get_str(e, "timestamp"),
                 extra=rest(args, ("summary",)),
             )
         elif observation is not None and observation not in _SILENT_OBSERVATIONS:
@@ -145,7 +140,7 @@ class Reader(ListReader):
         resp = meta.get("model_response")
         if not isinstance(resp, dict):
             return None
-        rid = _str(resp.get("id")) or ""
+        rid = get_str(resp, "id") or ""
         if rid in responses:
             return None
         responses.add(rid)
@@ -154,13 +149,13 @@ class Reader(ListReader):
             return None
         raw = need(choices[0], "message", line, dict)
         msg = message_from_openai(raw, line)
-        model = _str(resp.get("model"))
+        model = get_str(resp, "model")
         usage = resp.get("usage")
         return Message(
             "assistant",
             msg.parts,
             id=_event_id(e),
-            timestamp=_str(e.get("timestamp")),
+            timestamp=get_str(e, "timestamp"),
             usage=usage_from_openai(
                 usage, model, path="tool_call_metadata.model_response.usage", context_window=window
             )
@@ -180,7 +175,7 @@ class Reader(ListReader):
         part = ToolResultPart(
             call_id,
             (TextPart(text),),
-            name=_str(meta.get("function_name")),
+            name=get_str(meta, "function_name"),
             is_error=e.get("observation") == "error" or e.get("success") is False,
         )
         extra = {"observation": e.get("observation"), **rest(e, _EVENT_USED)}
@@ -202,4 +197,4 @@ class Reader(ListReader):
         return parts
 
     def _msg(self, role: Any, parts: list[Part], e: Mapping[str, Any], extra: dict[str, Any]) -> Message:
-        return Message(role, tuple(parts), id=_event_id(e), timestamp=_str(e.get("timestamp")), extra=extra)
+        return Message(role, tuple(parts), id=_event_id(e), timestamp=get_str(e, "timestamp"), extra=extra)

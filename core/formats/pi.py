@@ -18,7 +18,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxfold.core.formats.base import Line, ListReader, as_int, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import (
+    Line,
+    ListReader,
+    as_int,
+    get_dict,
+    get_str,
+    need,
+    obj,
+    parse_overflow,
+    rest,
+)
 from ctxfold.core.formats.openai_common import b64_size
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -97,7 +107,7 @@ def _block(b: Any) -> Part:
     if kind == "thinking":
         return ThinkingPart(
             str(b.get("thinking") or ""),
-            signature=b.get("thinkingSignature"),
+            signature=get_str(b, "thinkingSignature"),
             redacted=bool(b.get("redacted")),
             extra=rest(b, ("type", "thinking", "thinkingSignature", "redacted")),
         )
@@ -144,21 +154,18 @@ def _usage(m: Mapping[str, Any]) -> Usage | None:
     """input + cacheRead + cacheWrite is what the model read (== totalTokens - output in pi's
     files). All-zero usage (a request aborted before the first event) is no record at all; an
     aborted or failed stream has partial output counts, hence ``final=False``."""
-    u = m.get("usage")
-    if not isinstance(u, dict):
-        return None
+    u = get_dict(m, "usage")
     inp, out = as_int(u.get("input")), as_int(u.get("output"))
     read, write = as_int(u.get("cacheRead")), as_int(u.get("cacheWrite"))
     if not (inp or out or read or write):
         return None
-    model = m.get("model")
     return Usage(
         prompt_tokens=inp + read + write,
         output_tokens=out,
         cache_read_tokens=read,
         cache_write_tokens=write,
         final=m.get("stopReason") not in ("aborted", "error"),
-        model=model if isinstance(model, str) else None,
+        model=get_str(m, "model"),
         fields=_USAGE_FIELDS,
     )
 
@@ -176,8 +183,7 @@ class Reader(ListReader):
         if kind == "session":
             return [self._session(d)]
         if kind == "model_change":
-            model = d.get("modelId")
-            return [ContextUpdate(model=model if isinstance(model, str) else None, extra=self._meta(d))]
+            return [ContextUpdate(model=get_str(d, "modelId"), extra=self._meta(d))]
         if kind == "thinking_level_change":
             return [ContextUpdate(extra=self._meta(d))]
         if kind == "compaction":
@@ -191,8 +197,8 @@ class Reader(ListReader):
         return []  # custom (extension state), label, session_info, and later additions
 
     def _id(self, d: Mapping[str, Any]) -> str:
-        value = d.get("id")
-        return value if isinstance(value, str) else f"#{self._index}"
+        value = get_str(d, "id")
+        return value if value is not None else f"#{self._index}"
 
     def _meta(self, d: Mapping[str, Any]) -> dict[str, Any]:
         """A non-message entry in ``extra``, with the id a version 1 file lacks."""
@@ -201,10 +207,9 @@ class Reader(ListReader):
         return out
 
     def _session(self, d: dict[str, Any]) -> ContextUpdate:
-        sid, model = d.get("id"), d.get("modelId")
         return ContextUpdate(
-            model=model if isinstance(model, str) else None,
-            session_id=sid if isinstance(sid, str) else None,
+            model=get_str(d, "modelId"),
+            session_id=get_str(d, "id"),
             extra=rest(d, ("id", "modelId")),
         )
 
@@ -215,13 +220,13 @@ class Reader(ListReader):
         tokens_after = d.get("tokensAfter")
         return CompactionMarker(
             source="pi",
-            summary=d.get("summary") if isinstance(d.get("summary"), str) else None,
+            summary=get_str(d, "summary"),
             tokens_before=as_int(d.get("tokensBefore")) if d.get("tokensBefore") is not None else None,
             tokens_after=as_int(tokens_after) if tokens_after is not None else None,
             trigger="extension" if d.get("fromHook") else None,
             first_kept_id=first if isinstance(first, str) else None,
             id=self._id(d),
-            timestamp=d.get("timestamp") if isinstance(d.get("timestamp"), str) else None,
+            timestamp=get_str(d, "timestamp"),
             extra=rest(
                 d, ("type", "id", "timestamp", "summary", "tokensBefore", "tokensAfter", "firstKeptEntryId")
             ),
@@ -236,12 +241,11 @@ class Reader(ListReader):
         usage: Usage | None = None,
         model: str | None = None,
     ) -> Message:
-        ts = d.get("timestamp")
         return Message(
             role,
             tuple(parts),
             id=self._id(d),
-            timestamp=ts if isinstance(ts, str) else None,
+            timestamp=get_str(d, "timestamp"),
             usage=usage,
             model=model,
             extra=extra,
@@ -259,11 +263,10 @@ class Reader(ListReader):
         if role == "toolResult":
             call_id = need(m, "toolCallId", line, str)
             content = tuple(_result_block(b) for b in _listed(m.get("content")))
-            name = m.get("toolName")
             part = ToolResultPart(
                 call_id,
                 content,
-                name=name if isinstance(name, str) else None,
+                name=get_str(m, "toolName"),
                 is_error=bool(m.get("isError")),
             )
             extra["message"] = rest(m, ("role", "toolCallId", "toolName", "content", "isError"))
@@ -289,7 +292,7 @@ class Reader(ListReader):
     def _assistant(self, m: dict[str, Any], d: dict[str, Any], extra: dict[str, Any]) -> list[Entry]:
         # usage stays whole in extra (cost, totalTokens) for a writer; the counts are in Usage
         extra["message"] = rest(m, ("role", "content", "model"))
-        model = m.get("model") if isinstance(m.get("model"), str) else None
+        model = get_str(m, "model")
         msg = self._msg("assistant", _blocks(m.get("content")), d, extra, usage=_usage(m), model=model)
         err = m.get("errorMessage")
         if m.get("stopReason") != "error" or not isinstance(err, str):

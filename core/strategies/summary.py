@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
+from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
 
@@ -100,3 +101,26 @@ def fold(
     result = summarizer(request)
     out = [summary_message(result.text), continuation_message(latest_user_request(body))]
     return Folded(out, result, dropped)
+
+
+class SummaryStrategy:
+    """Everything becomes ``[summary, continuation]``."""
+
+    name = "summary"
+    uses_summarizer = True
+
+    def apply(self, inp: StrategyInput) -> StrategyOutput:
+        folded = fold(
+            inp.messages,
+            counter=inp.counter,
+            summarizer=inp.summarizer,
+            budget_tokens=inp.budget_tokens,
+            summarizer_window=inp.summarizer_window,
+            instructions=inp.instructions,
+        )
+        notes = (
+            (f"{folded.dropped} oldest message(s) left out of the summarizer's input to fit its window",)
+            if folded.dropped
+            else ()
+        )
+        return StrategyOutput(folded.messages, folded=len(inp.messages), summary=folded.summary, notes=notes)

@@ -1,0 +1,97 @@
+"""The watermark state file ``NAME.ctxfold.json`` (schema ``ctxfold-state``, version 1).
+
+It is what makes a second run fold only what is new: which source it belongs to, how many of
+its entries the summary covers (the watermark) and a sha256 of those entries in ctxfold's
+canonical JSON, so a file that was rewritten rather than appended is detected. It also keeps
+the numbers behind the decision (tokens before and after, last real and estimated counts,
+calibration) and a ledger of every pass. Documented in README ("State file").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxfold.core.errors import ConfigError
+from ctxfold.core.transcript import codec
+from ctxfold.core.transcript.model import Entry
+
+SCHEMA = "ctxfold-state"
+VERSION = 1
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def prefix_sha256(entries: Iterable[Entry]) -> str:
+    h = hashlib.sha256()
+    for e in entries:
+        h.update(orjson.dumps(codec.encode(e), option=orjson.OPT_SORT_KEYS, default=str))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+@dataclass
+class Pass:
+    at: str
+    entries: int  # watermark after this pass
+    tokens_before: int  # predicted prompt tokens before
+    tokens_after: int  # predicted prompt tokens after
+    strategy: str
+    provider: str
+    model: str | None = None
+
+
+@dataclass
+class State:
+    source_name: str
+    source_format: str
+    session_id: str | None
+    watermark: int  # entries of the source covered by the summary
+    prefix_sha256: str
+    summary: str
+    tokens_at_summarization: int
+    tokens_after: int
+    last_real: int | None
+    last_estimate: int | None
+    calibration: dict[str, Any]
+    strategy: str
+    provider: str
+    model: str | None
+    summarizer_usage: dict[str, int]
+    created_at: str = field(default_factory=now)
+    updated_at: str = field(default_factory=now)
+    passes: list[Pass] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        data = {"schema": SCHEMA, "version": VERSION, **asdict(self)}
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2)
+
+
+def load_state(path: Path) -> State | None:
+    if not path.exists():
+        return None
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as err:
+        raise ConfigError(f"{path}: unreadable state file: {err}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ConfigError(f"{path}: not a ctxfold state file")
+    if data.get("version") != VERSION:
+        raise ConfigError(
+            f"{path}: state file version {data.get('version')!r} is not supported (this is {VERSION})"
+        )
+    try:
+        passes = [Pass(**p) for p in data.pop("passes", [])]
+        data.pop("schema")
+        data.pop("version")
+        return State(**data, passes=passes)
+    except TypeError as err:
+        raise ConfigError(f"{path}: malformed state file: {err}") from None

@@ -1,0 +1,107 @@
+"""The strategy interface and its registry.
+
+A strategy turns the current context (the messages after any earlier summary's watermark)
+into a smaller one. It gets a ``predict`` function (the engine's calibrated prediction of a
+request made of given messages) so it can check whether its result is under the threshold.
+Strategies chain with ``+``: ``mask-observations+summary`` masks first and summarizes only if
+the masked context is still over the threshold.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from ctxfold.core.engine.policy import Policy
+from ctxfold.core.errors import UsageError
+from ctxfold.core.names import did_you_mean
+from ctxfold.core.providers.base import Summarizer, SummaryResult
+from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.transcript.model import Message
+
+
+@dataclass(frozen=True)
+class StrategyInput:
+    messages: Sequence[Message]
+    counter: Counter
+    policy: Policy
+    predict: Callable[[Sequence[Message]], int]
+    summarizer: Summarizer
+    summarizer_window: int
+    budget_tokens: int
+    instructions: str | None = None
+    keep_observations: int = 10
+
+
+@dataclass(frozen=True)
+class StrategyOutput:
+    messages: list[Message]
+    folded: int = 0  # leading input messages replaced by the summary (0: none)
+    summary: SummaryResult | None = None
+    masked: int = 0  # tool results replaced by a placeholder
+    passes: int = 1
+    notes: tuple[str, ...] = field(default=())
+
+
+class Strategy(Protocol):
+    name: str
+    uses_summarizer: bool
+
+    def apply(self, inp: StrategyInput) -> StrategyOutput: ...
+
+
+STRATEGIES: dict[str, str] = {
+    "summary": "ctxfold.core.strategies.summary:SummaryStrategy",
+    "sliding-window": "ctxfold.core.strategies.sliding_window:SlidingWindowStrategy",
+    "mask-observations": "ctxfold.core.strategies.mask:MaskObservationsStrategy",
+}
+
+
+def _load(name: str) -> Strategy:
+    if name not in STRATEGIES:
+        raise UsageError(f"unknown strategy {name!r}{did_you_mean(name, list(STRATEGIES))}")
+    module, cls = STRATEGIES[name].split(":")
+    strategy: Strategy = getattr(importlib.import_module(module), cls)()
+    return strategy
+
+
+def get_strategy(spec: str) -> Strategy:
+    names = [n.strip() for n in spec.split("+") if n.strip()]
+    if not names:
+        raise UsageError("no strategy given")
+    parts = [_load(n) for n in names]
+    return parts[0] if len(parts) == 1 else Chain(parts)
+
+
+class Chain:
+    """Apply strategies in order, stopping as soon as the request is under the threshold."""
+
+    def __init__(self, parts: list[Strategy]) -> None:
+        self.parts = parts
+        self.name = "+".join(p.name for p in parts)
+        self.uses_summarizer = any(p.uses_summarizer for p in parts)
+
+    def apply(self, inp: StrategyInput) -> StrategyOutput:
+        messages = list(inp.messages)
+        out = StrategyOutput(messages, passes=0)
+        notes: list[str] = []
+        masked = passes = folded = 0
+        summary = None
+        for i, part in enumerate(self.parts):
+            if i > 0 and not inp.policy.due(inp.predict(messages)):
+                notes.append(
+                    f"{part.name} not needed: {self.parts[i - 1].name} brought the request under the threshold"
+                )
+                break
+            out = part.apply(replace_messages(inp, messages))
+            messages, masked, passes = out.messages, masked + out.masked, passes + out.passes
+            folded = out.folded or folded
+            summary = out.summary or summary
+            notes.extend(out.notes)
+        return StrategyOutput(messages, folded, summary, masked, passes, tuple(notes))
+
+
+def replace_messages(inp: StrategyInput, messages: Sequence[Message]) -> StrategyInput:
+    return replace(inp, messages=messages)

@@ -1,0 +1,75 @@
+"""The seeds' second strategy: a summary of the head plus a verbatim recent tail.
+
+The tail starts at max(3, 30 %) of the messages and is cut only between complete tool-call /
+tool-result pairs (walk back for a clean boundary, then forward), so neither side holds an
+orphan. If the result is still over the threshold, the tail is halved and the pass retried,
+at most three passes; the investigation in the seeds showed why a tail alone cannot be
+trusted to shrink (an irreducible giant tool result), hence the retry and the final fallback
+to the full summary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ctxfold.core.strategies.base import StrategyInput, StrategyOutput, replace_messages
+from ctxfold.core.strategies.summary import SummaryStrategy, fold
+from ctxfold.core.transcript.model import Message, ToolCallPart, ToolResultPart
+
+TAIL_RATIO = 0.30
+MIN_TAIL = 3
+MAX_PASSES = 3
+
+
+def clean_cut(messages: Sequence[Message], i: int) -> bool:
+    """True when no tool call before ``i`` is answered at or after it, and vice versa."""
+    before_calls = {p.id for m in messages[:i] for p in m.parts if isinstance(p, ToolCallPart)}
+    after_results = {p.call_id for m in messages[i:] for p in m.parts if isinstance(p, ToolResultPart)}
+    return not (before_calls & after_results)
+
+
+def safe_split(messages: Sequence[Message], candidate: int) -> int | None:
+    """The nearest clean boundary: walk back from ``candidate``, then forward. None if there is none."""
+    for i in range(candidate, 0, -1):
+        if clean_cut(messages, i):
+            return i
+    for i in range(candidate + 1, len(messages)):
+        if clean_cut(messages, i):
+            return i
+    return None
+
+
+class SlidingWindowStrategy:
+    name = "sliding-window"
+    uses_summarizer = True
+
+    def apply(self, inp: StrategyInput) -> StrategyOutput:
+        messages = list(inp.messages)
+        n = len(messages)
+        tail = max(MIN_TAIL, math.ceil(n * TAIL_RATIO))
+        notes: list[str] = []
+        for attempt in range(1, MAX_PASSES + 1):
+            cut = safe_split(messages, max(1, n - tail))
+            if cut is None or cut >= n:
+                notes.append("no clean tool-call boundary for a tail: summarizing everything")
+                break
+            folded = fold(
+                messages[:cut],
+                counter=inp.counter,
+                summarizer=inp.summarizer,
+                budget_tokens=inp.budget_tokens,
+                summarizer_window=inp.summarizer_window,
+                instructions=inp.instructions,
+            )
+            result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
+            if not inp.policy.due(inp.predict(result)):
+                return StrategyOutput(
+                    result, folded=cut, summary=folded.summary, passes=attempt, notes=tuple(notes)
+                )
+            notes.append(f"pass {attempt}: a {n - cut}-message tail is still over the threshold")
+            tail = max(1, tail // 2)
+        out = SummaryStrategy().apply(replace_messages(inp, messages))
+        return StrategyOutput(
+            out.messages, out.folded, out.summary, passes=MAX_PASSES + 1, notes=(*notes, *out.notes)
+        )
