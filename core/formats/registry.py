@@ -47,3 +47,18 @@ def detect(objs: Sequence[Any]) -> tuple[str, int]:
         if s > score:
             best, score = name, s
     return best, score
+
+
+# Formats that can be written back. Others (OpenHands evaluation output) are written as
+# ctxfold native, which keeps everything, with a note saying so.
+WRITERS: dict[str, str] = {
+    name: f"{FORMATS[name]}_writer"
+    for name in ("ctxfold", "claude-code", "codex", "pi", "litellm", "openai-chat", "openai-responses", "anthropic", "genai")
+}
+WRITERS["ctxfold"] = f"{_PKG}.native_writer"
+
+
+def writer(name: str) -> tuple[str, ModuleType]:
+    """The format an output is written in (the input's own when it has a writer) and its module."""
+    out = name if name in WRITERS else "ctxfold"
+    return out, importlib.import_module(WRITERS[out])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,10 +72,30 @@ def estimate_file(
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
 ) -> FileEstimate:
-    config = config or Config()
     opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
     entries = _with_progress(opened, on_progress) if on_progress else opened.entries
-    head, found_model, recorded = _peek_model(entries)
+    result = estimate_entries(
+        entries, opened.format, opened.path, model=model, tokenizer=tokenizer, window=window, config=config
+    )
+    result.skipped = [str(e) for e in opened.skipped]
+    result.bytes_read, result.lines_read = opened.bytes_read, opened.lines_read
+    return result
+
+
+def estimate_entries(
+    entries: Iterable[Entry],
+    source_format: str,
+    path: str,
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    window: int | None = None,
+    config: Config | None = None,
+) -> FileEstimate:
+    """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``."""
+    config = config or Config()
+    stream = iter(entries)
+    head, found_model, recorded = _peek_model(stream)
     name = model or found_model or config.defaults.get("model")
     resolved = resolve(
         name,
@@ -85,7 +105,7 @@ def estimate_file(
         config_models=config.models,
     )
     counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
-    replay = SessionCounter(counter).feed(itertools.chain(head, entries))
+    replay = SessionCounter(counter).feed(itertools.chain(head, stream))
     if replay.context_window and not window and resolved.window_source != "config file":
         resolved = resolve(
             name,
@@ -93,16 +113,7 @@ def estimate_file(
             tokenizer=resolved.tokenizer,
             config_models=config.models,
         )
-    return FileEstimate(
-        path=opened.path,
-        format=opened.format,
-        model=resolved,
-        replay=replay,
-        largest=_largest(replay, 10),
-        skipped=[str(e) for e in opened.skipped],
-        bytes_read=opened.bytes_read,
-        lines_read=opened.lines_read,
-    )
+    return FileEstimate(path=path, format=source_format, model=resolved, replay=replay, largest=_largest(replay, 10))
 
 
 def _peek_model(entries: Iterator[Entry]) -> tuple[list[Entry], str | None, int | None]:

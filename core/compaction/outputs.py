@@ -1,0 +1,79 @@
+"""The three outputs of ``compact`` and how they are written.
+
+``NAME.compacted.jsonl`` (the input's own format), ``NAME.summary.md`` and ``NAME.ctxfold.json``
+go next to the input, in ``--out-dir``, or next to ``-o OUT``. All three are rendered in memory
+first and then each is written atomically, so a failure anywhere leaves no partial file; an
+existing output is replaced only with ``force`` (or when it belongs to this state file's run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxfold.core.atomic import write_atomic
+from ctxfold.core.compaction.statefile import State
+from ctxfold.core.errors import OutputError
+from ctxfold.core.formats.registry import writer
+from ctxfold.core.transcript.model import Transcript
+
+
+@dataclass(frozen=True)
+class Outputs:
+    compacted: Path
+    summary: Path
+    state: Path
+    written_format: str | None = None
+
+
+def outputs_for(path: str, *, out_dir: str | None = None, output: str | None = None) -> Outputs:
+    if output:
+        out = Path(output)
+        base = out.name[: -len(".jsonl")] if out.name.endswith(".jsonl") else out.name
+        base = base[: -len(".compacted")] if base.endswith(".compacted") else base
+        return Outputs(out, out.with_name(f"{base}.summary.md"), out.with_name(f"{base}.ctxfold.json"))
+    src = Path(path)
+    stem = src.name[: -len(".jsonl")] if src.name.endswith(".jsonl") else src.stem
+    folder = Path(out_dir) if out_dir else src.parent
+    return Outputs(
+        folder / f"{stem}.compacted.jsonl", folder / f"{stem}.summary.md", folder / f"{stem}.ctxfold.json"
+    )
+
+
+def render_transcript(t: Transcript) -> tuple[str, bytes]:
+    fmt, module = writer(t.source_format)
+    return fmt, b"".join(line + b"\n" for line in module.write(t))
+
+
+def render_summary(state: State, compacted: Path, fmt: str) -> bytes:
+    last = state.passes[-1]
+    lines = [
+        f"# ctxfold summary of {state.source_name}",
+        "",
+        f"- format: {state.source_format} (compacted transcript written as {fmt}: `{compacted.name}`)",
+        f"- session: {state.session_id or '—'}",
+        f"- strategy: {state.strategy}; summarizer: {state.provider}{' / ' + state.model if state.model else ''}",
+        f"- request size: {last.tokens_before:,} → {last.tokens_after:,} predicted tokens",
+        f"- covers the first {state.watermark:,} entries of the source (pass {len(state.passes)})",
+        "",
+        state.summary.strip() or "_(no summary: the strategy did not call a summarizer)_",
+        "",
+    ]
+    return "\n".join(lines).encode()
+
+
+def write_outputs(outs: Outputs, compacted: Transcript, state: State, *, force: bool) -> Outputs:
+    existing = [p for p in (outs.compacted, outs.summary, outs.state) if p.exists()]
+    if existing and not force:
+        names = ", ".join(str(p) for p in existing)
+        raise OutputError(f"{names} already exist(s); pass --force to replace")
+    fmt, transcript_bytes = render_transcript(compacted)
+    summary_bytes = render_summary(state, outs.compacted, fmt)
+    state_bytes = state.to_json()
+    for path, data in (
+        (outs.compacted, transcript_bytes),
+        (outs.summary, summary_bytes),
+        (outs.state, state_bytes),
+    ):
+        write_atomic(path, data)
+    return Outputs(outs.compacted, outs.summary, outs.state, fmt)

@@ -1,0 +1,294 @@
+"""``compact``: fold a session file into a compacted transcript, a summary and a state file.
+
+1. Read the transcript (the input is never written to).
+2. With a state file from an earlier run, check that the summarized prefix is unchanged and
+   continue from the watermark: ``[summary] + what came after``.
+3. Decide with the engine: the context now, predicted with the calibrator fed by the log's own
+   real counts. Not due → nothing is written (``force`` compacts anyway).
+4. Apply the strategy; refuse a pass that does not shrink the request by 10 %.
+5. Write ``NAME.compacted.jsonl`` (the input's own format), ``NAME.summary.md`` and
+   ``NAME.ctxfold.json``, each atomically, only after everything succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxfold.core.compaction.outputs import Outputs, outputs_for, write_outputs
+from ctxfold.core.compaction.statefile import Pass, State, load_state, now, prefix_sha256
+from ctxfold.core.config import Config
+from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, PROVIDER_RATIO, Prior, make_calibrator
+from ctxfold.core.engine.guard import summary_budget
+from ctxfold.core.engine.policy import Policy, make_policy
+from ctxfold.core.engine.profile import Profiles, key_for
+from ctxfold.core.errors import CtxfoldError, UsageError
+from ctxfold.core.formats.loader import load
+from ctxfold.core.providers.base import Summarizer, SummaryResult
+from ctxfold.core.strategies.base import StrategyInput, get_strategy
+from ctxfold.core.strategies.summary import summary_message
+from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.tokens.estimate import FileEstimate, estimate_entries
+from ctxfold.core.tokens.tokenizers import get_tokenizer
+from ctxfold.core.transcript.context import Context, current_context
+from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
+from ctxfold.core.transcript.repair import repair_pairs
+
+MIN_SHRINK = 0.10
+
+
+class ChangedPrefixError(CtxfoldError):
+    """The part of the input that the state file's summary covers has changed."""
+
+
+class NoShrinkError(CtxfoldError):
+    """A pass would not make the request at least 10 % smaller."""
+
+
+@dataclass
+class CompactResult:
+    status: str  # "compacted" | "not-due" | "dry-run"
+    path: str
+    format: str
+    outputs: Outputs
+    policy: Policy
+    tokens_before: int  # predicted prompt tokens of the context now
+    estimate_before: int
+    tokens_after: int | None = None
+    estimate_after: int | None = None
+    messages_before: int = 0
+    messages_after: int | None = None
+    strategy: str = "summary"
+    summary: SummaryResult | None = None
+    incremental: bool = False
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CompactOptions:
+    strategy: str = "summary"
+    instructions: str | None = None
+    model: str | None = None
+    window: int | None = None
+    buffer: str | None = None
+    max_tokens: int | None = None
+    fmt: str | None = None
+    skip_invalid: bool = False
+    out_dir: str | None = None
+    output: str | None = None
+    dry_run: bool = False
+    force: bool = False
+    keep_observations: int = 10
+    use_profile: bool = True
+    calibration: str = DEFAULT_CALIBRATOR
+
+
+def compact_file(
+    path: str,
+    summarizer: Summarizer,
+    *,
+    summarizer_window: int,
+    provider_label: str,
+    options: CompactOptions | None = None,
+    config: Config | None = None,
+) -> CompactResult:
+    opts = options or CompactOptions()
+    strategy = get_strategy(opts.strategy)
+    if path == "-" and not (opts.output or opts.dry_run):
+        raise UsageError("compacting stdin needs -o/--output (there is no file name to put outputs next to)")
+    transcript = load(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
+    outs = outputs_for(path, out_dir=opts.out_dir, output=opts.output)
+    state = load_state(outs.state)
+    est = estimate_entries(
+        list(transcript.entries),
+        transcript.source_format,
+        path,
+        model=opts.model,
+        window=opts.window,
+        config=config,
+    )
+    policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
+    counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider)
+
+    start = _check_prefix(transcript, state, opts.force) if state else 0
+    ctx = current_context(transcript.entries, start)
+    messages = list(ctx.messages)
+    incremental = state is not None and start > 0 and ctx.start == start
+    if incremental and state is not None:
+        messages = [summary_message(state.summary), *messages]
+    fixed = counter.count_system(ctx.system) + counter.count_tools(ctx.tools) + counter.framing.per_request
+
+    def estimate_of(msgs: Sequence[Message]) -> int:
+        return fixed + sum(c.total for c in counter.count_messages(list(msgs)))
+
+    before_est = estimate_of(messages)
+    prior = _prior(est, opts.use_profile)
+    cal = make_calibrator(opts.calibration, prior, est.model.tokenizer)
+    if incremental and state is not None:
+        cal = make_calibrator(opts.calibration, _state_prior(state, prior), est.model.tokenizer)
+    else:
+        for q in est.requests:
+            if q.segment == est.requests[-1].segment and q.real is not None:
+                cal.observe(q.estimate, q.real)
+    before = cal.predict(before_est).tokens
+    result = CompactResult(
+        "not-due",
+        path,
+        transcript.source_format,
+        outs,
+        policy,
+        before,
+        before_est,
+        messages_before=len(messages),
+        strategy=strategy.name,
+        incremental=incremental,
+        warnings=list(est.model.warnings),
+    )
+    if not policy.due(before) and not opts.force:
+        return result
+    if opts.dry_run:
+        result.status = "dry-run"
+        return result
+
+    cal.reset()  # what the log taught becomes the prior; the compacted request starts afresh
+
+    def predict(msgs: Sequence[Message]) -> int:
+        return cal.predict(estimate_of(msgs)).tokens
+
+    out = strategy.apply(
+        StrategyInput(
+            messages=messages,
+            counter=counter,
+            policy=policy,
+            predict=predict,
+            summarizer=summarizer,
+            summarizer_window=summarizer_window,
+            budget_tokens=summary_budget(policy.summary_budget, before_est - fixed),
+            instructions=opts.instructions,
+            keep_observations=opts.keep_observations,
+        )
+    )
+    final, repairs = repair_pairs(out.messages)
+    after_est = estimate_of(final)
+    after = predict(final)
+    if after > before * (1 - MIN_SHRINK):
+        raise NoShrinkError(
+            f"{path}: refused: the {strategy.name} pass would take the request from {before:,} to {after:,} "
+            f"predicted tokens, less than the {MIN_SHRINK:.0%} reduction a pass must make (nothing written)"
+        )
+    result.status = "compacted"
+    result.tokens_after, result.estimate_after, result.messages_after = after, after_est, len(final)
+    result.summary, result.notes = out.summary, [*out.notes, *repairs]
+    summary_text = out.summary.text if out.summary else (state.summary if state else "")
+    new_state = _new_state(
+        transcript, state, result, summary_text, est, cal.prior, provider_label, strategy.name
+    )
+    compacted = _compacted_transcript(transcript, ctx, final, result, out.summary is not None)
+    result.outputs = write_outputs(outs, compacted, new_state, force=opts.force or state is not None)
+    return result
+
+
+def _check_prefix(t: Transcript, state: State, force: bool) -> int:
+    wm = state.watermark
+    if wm <= len(t.entries) and prefix_sha256(t.entries[:wm]) == state.prefix_sha256:
+        return wm
+    if force:
+        return 0
+    raise ChangedPrefixError(
+        f"{t.path}: the first {wm:,} entries no longer match the state file's summary (the file was rewritten, "
+        "not appended); pass --force to start over"
+    )
+
+
+def _prior(est: FileEstimate, use_profile: bool) -> Prior:
+    if use_profile:
+        return Profiles().prior(key_for(est.format, est.model.name), est.model.provider)
+    return Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0))
+
+
+def _state_prior(state: State, fallback: Prior) -> Prior:
+    c = state.calibration
+    if "ratio" in c and "overhead" in c:
+        return Prior(int(c["overhead"]), float(c["ratio"]), "state file")
+    return fallback
+
+
+def _new_state(
+    t: Transcript,
+    old: State | None,
+    r: CompactResult,
+    summary: str,
+    est: FileEstimate,
+    prior: Prior,
+    provider: str,
+    strategy: str,
+) -> State:
+    last_real = next((q for q in reversed(est.requests) if q.real is not None), None)
+    usage = dict(r.summary.usage) if r.summary else {}
+    model = r.summary.model if r.summary else None
+    wm = len(t.entries)
+    state = State(
+        source_name=Path(t.path or "-").name,
+        source_format=t.source_format,
+        session_id=t.session_id,
+        watermark=wm,
+        prefix_sha256=prefix_sha256(t.entries),
+        summary=summary,
+        tokens_at_summarization=r.tokens_before,
+        tokens_after=r.tokens_after or 0,
+        last_real=last_real.real if last_real else None,
+        last_estimate=last_real.estimate if last_real else None,
+        calibration={
+            "name": "growth",
+            "overhead": prior.overhead,
+            "ratio": prior.ratio,
+            "source": prior.source,
+        },
+        strategy=strategy,
+        provider=r.summary.provider if r.summary else provider,
+        model=model,
+        summarizer_usage=usage,
+        created_at=old.created_at if old else now(),
+        passes=list(old.passes) if old else [],
+    )
+    state.passes.append(
+        Pass(now(), wm, r.tokens_before, r.tokens_after or 0, strategy, state.provider, model)
+    )
+    return state
+
+
+def _compacted_transcript(
+    t: Transcript, ctx: Context, messages: list[Message], r: CompactResult, summarized: bool
+) -> Transcript:
+    update = ContextUpdate(
+        system=ctx.system,
+        tools=ctx.tools,
+        model=ctx.model,
+        context_window=ctx.context_window,
+        session_id=ctx.session_id,
+    )
+    entries: list[Entry] = [update]
+    if summarized:
+        entries.append(
+            CompactionMarker(
+                source="ctxfold",
+                summary=r.summary.text if r.summary else None,
+                tokens_before=r.tokens_before,
+                tokens_after=r.tokens_after,
+                trigger="manual" if not r.policy.due(r.tokens_before) else "auto",
+            )
+        )
+    entries.extend(messages)
+    return Transcript(
+        source_format=t.source_format,
+        entries=tuple(entries),
+        path=t.path,
+        session_id=t.session_id,
+        models=t.models,
+        context_window=t.context_window,
+        system=t.system,
+        tools=t.tools,
+        extra={"original": t},
+    )

@@ -1,0 +1,102 @@
+"""``validate``: check a transcript against its format's rules, violation by violation, with lines.
+
+Generic rules hold in every format (a tool result answers an earlier call of the same branch;
+call ids are unique; a call is answered before the next user turn); each format's writer module
+adds its API's own rules (``check(items)`` on the entries read back, and/or ``check_file(path)``
+on the raw lines). A file that cannot be read at all is one violation at its bad line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxfold.core.errors import InputError, LineError
+from ctxfold.core.formats.loader import open_transcript
+from ctxfold.core.formats.registry import WRITERS
+from ctxfold.core.transcript.model import (
+    CompactionMarker,
+    ContextReset,
+    Entry,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Validation:
+    path: str
+    format: str | None
+    entries: int
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def validate(path: str, fmt: str | None = None) -> Validation:
+    try:
+        opened = open_transcript(path, fmt=fmt)
+        items: list[tuple[int, Entry]] = []
+        for e in opened.entries:
+            items.append((opened.current_line, e))
+    except LineError as err:
+        return Validation(path, fmt, 0, [Violation(err.line, err.reason)])
+    except InputError as err:
+        return Validation(path, fmt, 0, [Violation(0, err.reason)])
+    found = generic_checks(items)
+    if opened.format in WRITERS:
+        module = importlib.import_module(WRITERS[opened.format])
+        if hasattr(module, "check"):
+            found += [Violation(n, m) for n, m in module.check(items)]
+        if hasattr(module, "check_file") and path != "-":
+            found += [Violation(n, m) for n, m in module.check_file(path)]
+    return Validation(path, opened.format, len(items), sorted(set(found)))
+
+
+def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
+    out: list[Violation] = []
+    calls: dict[tuple[str | None, str], int] = {}  # (branch, call id) → line of the call
+    open_calls: dict[str | None, dict[str, int]] = {}
+    for line, e in items:
+        if isinstance(e, (ContextReset, CompactionMarker)):
+            calls.clear()  # a new conversation, or a new context built from a summary
+            open_calls.clear()
+            continue
+        if not isinstance(e, Message):
+            continue
+        branch = e.branch
+        pending = open_calls.setdefault(branch, {})
+        starts_turn = (
+            e.role == "user" and any(isinstance(p, TextPart) for p in e.parts) and not e.tool_results
+        )
+        if starts_turn and pending and not e.extra.get("ctxfold"):
+            for cid, at in pending.items():
+                out.append(
+                    Violation(at, f"tool call {cid!r} has no result before the next user turn (line {line})")
+                )
+            pending.clear()
+        for p in e.parts:
+            if isinstance(p, ToolCallPart):
+                key = (branch, p.id)
+                if key in calls:
+                    out.append(
+                        Violation(line, f"duplicate tool call id {p.id!r} (first at line {calls[key]})")
+                    )
+                calls[key] = line
+                pending[p.id] = line
+            elif isinstance(p, ToolResultPart):
+                if (branch, p.call_id) not in calls:
+                    out.append(Violation(line, f"tool result for {p.call_id!r} answers no earlier tool call"))
+                pending.pop(p.call_id, None)
+    return out
