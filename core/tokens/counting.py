@@ -58,6 +58,15 @@ FRAMING: dict[str, Framing] = {
 
 
 @dataclass(slots=True)
+class Batch:
+    """Messages prepared for counting: ``texts`` still to tokenize, owned by ``counts[i]``."""
+
+    texts: list[str]
+    owners: list[tuple[int, str, bool]]  # (message index, category, is thinking)
+    counts: list[MessageCount]
+
+
+@dataclass(slots=True)
 class MessageCount:
     """Token count of one message, split by category; ``thinking`` is included in ``total``."""
 
@@ -78,15 +87,19 @@ def _json(value: Any) -> str:
         return str(value)
 
 
+def _squash(text: str, n: int) -> str:
+    return " ".join(text[: n * 4].split())[:n]
+
+
 def _preview(msg: Message) -> str:
     for p in msg.parts:
         if isinstance(p, TextPart) and p.text.strip():
-            return " ".join(p.text.split())[:80]
+            return _squash(p.text, 80)
         if isinstance(p, ToolCallPart):
             return f"[call {p.name}]"
         if isinstance(p, ToolResultPart):
-            name = p.name or p.call_id
-            return f"[result of {name}] " + " ".join(p.text.split())[:60]
+            first = next((c.text for c in p.content if isinstance(c, TextPart)), "")
+            return f"[result of {p.name or p.call_id}] " + _squash(first, 60)
         if isinstance(p, MediaPart):
             return f"[{p.mime_type}]"
     return ""
@@ -103,6 +116,11 @@ class Counter:
     # ---------------------------------------------------------------- messages, batched
 
     def count_messages(self, messages: Sequence[Message]) -> list[MessageCount]:
+        batch = self.prepare(messages)
+        return self.finish(batch, self.tokenizer.count_batch(batch.texts))
+
+    def prepare(self, messages: Sequence[Message]) -> Batch:
+        """Everything but tokenizing: the texts to count and the fixed counts per message."""
         texts: list[str] = []
         owners: list[tuple[int, str, bool]] = []  # (message index, category, is thinking)
         counts: list[MessageCount] = []
@@ -145,7 +163,13 @@ class Counter:
             mc.by_category = fixed
             mc.total = sum(fixed.values())
             counts.append(mc)
-        for (i, cat, thinking), n in zip(owners, self.tokenizer.count_batch(texts), strict=True):
+        return Batch(texts, owners, counts)
+
+    @staticmethod
+    def finish(batch: Batch, tokens: Sequence[int]) -> list[MessageCount]:
+        """Add the token counts of the batch's texts to their messages."""
+        counts = batch.counts
+        for (i, cat, thinking), n in zip(batch.owners, tokens, strict=True):
             mc = counts[i]
             mc.by_category[cat] = mc.by_category.get(cat, 0) + n
             mc.total += n

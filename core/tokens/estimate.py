@@ -113,7 +113,9 @@ def estimate_entries(
             tokenizer=resolved.tokenizer,
             config_models=config.models,
         )
-    return FileEstimate(path=path, format=source_format, model=resolved, replay=replay, largest=_largest(replay, 10))
+    return FileEstimate(
+        path=path, format=source_format, model=resolved, replay=replay, largest=_largest(replay, 10)
+    )
 
 
 def _peek_model(entries: Iterator[Entry]) -> tuple[list[Entry], str | None, int | None]:

@@ -11,9 +11,10 @@ per-message counts, so memory stays at what one request needs.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ctxfold.core.tokens.counting import CATEGORIES, Counter, MessageCount
+from ctxfold.core.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
 from ctxfold.core.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -23,10 +24,11 @@ from ctxfold.core.transcript.model import (
     Message,
     TextPart,
     ToolDef,
+    ToolResultPart,
 )
 
-BATCH_MESSAGES = 512
-BATCH_CHARS = 4_000_000
+BATCH_MESSAGES = 256
+BATCH_CHARS = 1_000_000
 
 
 @dataclass(slots=True)
@@ -93,23 +95,34 @@ class SessionCounter:
         self._segment_has_real = False
 
     def feed(self, entries: Iterable[Entry]) -> Replay:
-        """Replay ``entries`` (any iterable, consumed once) and return the final state."""
+        """Replay ``entries`` (any iterable, consumed once) and return the final state.
+
+        Pipelined: while one batch is tokenized in a worker thread (tiktoken releases the GIL),
+        the next is read and parsed here, so parsing and tokenizing overlap on two cores.
+        """
         buf: list[Entry] = []
         pending: list[Message] = []
         chars = 0
+        inflight: tuple[list[Entry], Batch, Future[list[int]]] | None = None
         for e in entries:
             buf.append(e)
             if isinstance(e, Message):
                 pending.append(e)
-                chars += sum(len(getattr(p, "text", "") or "") for p in e.parts)
+                chars += _chars(e)
                 if len(pending) >= BATCH_MESSAGES or chars >= BATCH_CHARS:
-                    self._flush(buf, pending)
+                    batch = self.counter.prepare(pending)
+                    future = _worker().submit(self.counter.tokenizer.count_batch, batch.texts)
+                    if inflight is not None:
+                        self._apply(inflight[0], Counter.finish(inflight[1], inflight[2].result()))
+                    inflight = (buf, batch, future)
                     buf, pending, chars = [], [], 0
-        self._flush(buf, pending)
+        if inflight is not None:
+            self._apply(inflight[0], Counter.finish(inflight[1], inflight[2].result()))
+        self._apply(buf, self.counter.count_messages(pending))
         return self.state
 
-    def _flush(self, buf: list[Entry], pending: list[Message]) -> None:
-        counts = iter(self.counter.count_messages(pending))
+    def _apply(self, buf: list[Entry], message_counts: list[MessageCount]) -> None:
+        counts = iter(message_counts)
         for e in buf:
             if isinstance(e, Message):
                 self._message(e, next(counts))
@@ -225,3 +238,25 @@ class SessionCounter:
         self._in_run = False
         self._segment += 1
         self._segment_has_real = False
+
+
+def _chars(msg: Message) -> int:
+    """Rough size of a message's text, to cut batches (cheap: no joins)."""
+    n = 0
+    for p in msg.parts:
+        if isinstance(p, TextPart):
+            n += len(p.text)
+        elif isinstance(p, ToolResultPart):
+            n += sum(len(c.text) for c in p.content if isinstance(c, TextPart))
+    return n
+
+
+_WORKER: ThreadPoolExecutor | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    """One thread that tokenizes a batch while the caller parses the next."""
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxfold-batch")
+    return _WORKER
