@@ -63,7 +63,14 @@ def test_growth_calibrator() -> None:
     cal = GrowthCalibrator(Prior(20_000, 1.25, "test"))
     assert cal.predict(1_000).tokens == 21_250  # hidden 20k + 1,000 × 1.25
     cal.observe(1_000, 22_000)
-    assert cal.predict(3_000).tokens == 22_000 + int(2_000 * 1.25)  # prior ratio until the slope spans 2k
+    assert cal.predict(3_000).tokens == 22_000 + int(
+        2_000 * 1.25
+    )  # a 1k-of-22k point says nothing of a ratio
+    # one mostly visible point cannot split hidden overhead from ratio either: the larger reading wins
+    assert GrowthCalibrator(Prior(0, 1.0), history=[(4_000, 8_000)]).predict(5_000).tokens == 8_000 + 2_000
+    assert (
+        GrowthCalibrator(Prior(0, 1.25), history=[(10_000, 11_000)]).predict(12_000).tokens == 11_000 + 2_500
+    )
     cal.observe(5_000, 28_000)  # slope (28000−22000)/(5000−1000) = 1.5
     assert cal.predict(6_000).tokens == 28_000 + 1_500
     cal.reset()  # what the segment taught survives as the prior, not as a stale factor
@@ -113,7 +120,7 @@ def test_guard_ignores_partials_and_learns_real_counts() -> None:
 
 def test_overflow_error_teaches_and_forces_compaction() -> None:
     guard = ContextGuard("claude-sonnet-4-5", window=200_000)
-    events = _events(3)
+    events = _events(3, words=20_000)  # ~60k counted; the provider says 200,819
     guard.before_request(events)
     assert not guard.on_error("500 internal server error")
     assert guard.on_error(
@@ -133,7 +140,7 @@ def test_window_too_small_is_a_clear_error_not_a_loop() -> None:
 
 def test_refused_again_after_compaction_stops() -> None:
     guard = ContextGuard("claude-sonnet-4-5", window=200_000)
-    events = _events(3)
+    events = _events(3, words=20_000)
     guard.before_request(events)
     guard.on_error("prompt is too long: 210000 tokens > 200000 maximum")
     assert guard.before_request(events).compacted

@@ -32,8 +32,9 @@ MIN_FACTOR, MAX_FACTOR = 1.0, 5.0
 # fixtures' growth between consecutive requests (Claude Code, pi, LiteLLM: 1.2–1.35 per token;
 # Codex: 1.0). Used for growth only; the hidden overhead comes from the profile.
 PROVIDER_RATIO = {"anthropic": 1.3, "openai": 1.0, "google": 1.1, "meta": 1.15, "other": 1.15}
-MIN_RATIO, MAX_RATIO = 0.8, 3.0
+MIN_RATIO, MAX_RATIO = 0.8, 5.0  # 5.0: the seeds' cap on a correction factor
 SLOPE_MIN_SPAN = 2_000  # estimated tokens of growth before a session's own slope is trusted
+VISIBLE_SHARE = 0.25  # a single point speaks for the ratio only if this much of it is visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +116,22 @@ class GrowthCalibrator(_Base):
     name: str = "growth"
 
     def ratio(self) -> tuple[float, str]:
+        """The session's slope once its points span enough growth. Before that, one point
+        cannot tell hidden overhead from tokenizer ratio; of the two readings the larger ratio
+        is taken (the prior's, or the point's own after the prior's overhead), because an
+        underestimate is the mistake that overflows the window. The point's own reading is used
+        only when the log shows a fair share of what was counted: a 50-token estimate against
+        26k real tokens says nothing about a ratio, only about a hidden prompt."""
         if len(self.history) >= 2:
             (e0, r0), (e1, r1) = self.history[0], self.history[-1]
             if e1 - e0 >= SLOPE_MIN_SPAN:
                 slope = (r1 - r0) / (e1 - e0)
                 return min(MAX_RATIO, max(MIN_RATIO, slope)), "session slope"
+        if self.history and self.history[-1][0] >= VISIBLE_SHARE * self.history[-1][1]:
+            e, r = self.history[-1]
+            point = min(MAX_RATIO, (r - self.prior.overhead) / e)
+            if point > self.prior.ratio:
+                return point, "last real count over the prior's hidden overhead"
         return self.prior.ratio, self.prior.source
 
     def predict(self, estimate: int) -> Prediction:

@@ -35,6 +35,8 @@ from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import Message, ToolDef
 
 MIN_SUMMARY_TOKENS = 200
+CONTINUATION_TOKENS = 100
+ROOM = 0.9  # a compacted request must land at most at 90 % of the threshold
 
 
 def summary_budget(policy_budget: int, folded_tokens: int) -> int:
@@ -102,9 +104,12 @@ class ContextGuard:
         for est, real in self.state.get("calibration", {}).get("points", []):
             self.calibrator.observe(int(est), int(real))
         self.summarizer = summarizer or budget_summarizer
-        self.summarizer_window = summarizer_window or resolved.window
+        self.summarizer_window = (
+            summarizer_window or getattr(self.summarizer, "window", None) or resolved.window
+        )
         self._forced = False
         self.compactions = 0
+        self._cache: dict[int, tuple[Message, int]] = {}
 
     # ------------------------------------------------------------------------ counting
 
@@ -167,25 +172,25 @@ class ContextGuard:
             self.state.set("last_heuristic", decision.estimate)
             return Prepared(messages, decision)  # compacted already; only the provider can tell more
         fixed = self.fixed_tokens(system, tools)
+        self.calibrator.reset()  # no stale factor survives a compaction (the seeds' step 6)
+        self._forced = False
+        budget = self._summary_budget(fixed, decision.estimate - fixed)
         folded = fold(
             messages,
             counter=self.counter,
             summarizer=self.summarizer,
-            budget_tokens=summary_budget(self.policy.summary_budget, decision.estimate - fixed),
+            budget_tokens=budget,
             summarizer_window=self.summarizer_window,
             instructions=instructions,
         )
         new_estimate = self.estimate(folded.messages, system, tools)
-        if new_estimate >= self.policy.threshold or new_estimate >= decision.estimate:
-            raise WindowTooSmallError(
-                f"the request cannot fit: compacted it still counts {new_estimate:,} tokens (system prompt and "
-                f"tools alone: {fixed:,}; before compaction {decision.estimate:,}) against a threshold of "
-                f"{self.policy.threshold:,} in a {self.policy.window:,}-token window; use a model with a larger "
-                "window or fewer tools"
-            )
-        self.calibrator.reset()
-        self._forced = False
         after = self.decide(new_estimate)
+        if after.due or new_estimate >= decision.estimate:
+            raise WindowTooSmallError(
+                f"the request cannot fit: compacted, it is still predicted at {after.predicted:,} tokens against "
+                f"a threshold of {self.policy.threshold:,} in a {self.policy.window:,}-token window (before: "
+                f"{decision.predicted:,}); use a model with a larger window or fewer tools"
+            )
         self.state.set("summary", folded.summary.text)
         self.state.set("contents_at_compaction", len(events))
         self.state.set("summarized_at", decision.predicted)
@@ -194,6 +199,20 @@ class ContextGuard:
         self.state.set("last_heuristic", new_estimate)
         self.compactions += 1
         return Prepared(folded.messages, decision, compacted=True, after=after, summary=folded.summary)
+
+    def _summary_budget(self, fixed: int, folded: int) -> int:
+        """``buffer × 0.5``, at most half of what is folded, and at most what leaves the
+        compacted request 10 % under the threshold once calibrated."""
+        floor = self.calibrator.predict(fixed + CONTINUATION_TOKENS).tokens
+        ratio = max(1.0, self.calibrator.predict(fixed + CONTINUATION_TOKENS + 1_000).tokens - floor) / 1_000
+        room = int((ROOM * self.policy.threshold - floor) / ratio)
+        if room < MIN_SUMMARY_TOKENS:
+            raise WindowTooSmallError(
+                f"the request cannot fit: the system prompt and tools alone are predicted at {floor:,} tokens "
+                f"against a threshold of {self.policy.threshold:,} in a {self.policy.window:,}-token window, "
+                "leaving no room for a summary; use a model with a larger window or fewer tools"
+            )
+        return min(summary_budget(self.policy.summary_budget, folded), room)
 
     def _nothing_to_fold(self, events: Sequence[Message]) -> bool:
         """True right after a compaction: no event has arrived since the summary was made."""

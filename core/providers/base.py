@@ -29,7 +29,9 @@ class SummaryResult:
     text: str
     provider: str
     model: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)  # the summarizer call's own input/output tokens
+    warnings: list[str] = field(default_factory=list)  # e.g. a failed provider of a fallback chain
+    dropped: int = 0  # messages the provider left out to fit its window (on top of the request's)
 
 
 Summarizer = Callable[[SummaryRequest], SummaryResult]

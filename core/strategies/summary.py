@@ -10,7 +10,7 @@ summary rolls it in.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
@@ -20,6 +20,7 @@ from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
 SUMMARY_OPEN = "[Previous conversation summary]"
 SUMMARY_CLOSE = "[End of summary — conversation continues below]"
 SUMMARIZER_INPUT_RATIO = 0.80
+CLIP_CHARS = 8_000
 
 
 def summary_message(text: str) -> Message:
@@ -62,18 +63,53 @@ def latest_user_request(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def clip_tool_results(messages: Sequence[Message], limit: int = CLIP_CHARS) -> list[Message]:
+    """Tool results longer than ``limit`` characters keep their head and tail only: the
+    summarizer needs what a tool said, not a 300k-character payload (the seeds rendered results
+    as a bare "[tool X returned a result]")."""
+    out: list[Message] = []
+    for m in messages:
+        if not any(isinstance(p, ToolResultPart) and _result_chars(p) > limit for p in m.parts):
+            out.append(m)
+            continue
+        parts = tuple(_clip(p, limit) if isinstance(p, ToolResultPart) else p for p in m.parts)
+        out.append(replace(m, parts=parts))
+    return out
+
+
+def _result_chars(p: ToolResultPart) -> int:
+    return sum(len(c.text) for c in p.content if isinstance(c, TextPart))
+
+
+def _clip(p: ToolResultPart, limit: int) -> ToolResultPart:
+    if _result_chars(p) <= limit:
+        return p
+    text = p.text
+    head, tail = text[: limit * 3 // 4], text[-(limit // 4) :]
+    clipped = f"{head}\n[... {len(text) - len(head) - len(tail):,} characters left out ...]\n{tail}"
+    return replace(p, content=(TextPart(clipped),))
+
+
 def truncate_for_summarizer(
     messages: Sequence[Message], counter: Counter, window: int
 ) -> tuple[list[Message], int]:
-    """Drop the oldest messages until the rest fit in 80 % of the summarizer's window."""
+    """Clip giant tool results, then drop the oldest messages until the rest fit in 80 % of the
+    summarizer's window; if what is left is still too big, clip harder."""
     budget = int(window * SUMMARIZER_INPUT_RATIO)
-    counts = [c.total for c in counter.count_messages(messages)]
+    clipped = clip_tool_results(messages)
+    counts = [c.total for c in counter.count_messages(clipped)]
     total = sum(counts)
     start = 0
-    while len(messages) - start > 2 and total > budget:
+    while start < len(clipped) - 1 and total > budget:
         total -= counts[start]
         start += 1
-    return list(messages[start:]), start
+    kept = clipped[start:]
+    limit = CLIP_CHARS
+    while total > budget and limit > 100:
+        limit //= 4
+        kept = clip_tool_results(kept, limit)
+        total = sum(c.total for c in counter.count_messages(kept))
+    return kept, start
 
 
 @dataclass(frozen=True)

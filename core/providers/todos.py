@@ -1,0 +1,174 @@
+"""The agent's current todo list, recovered from the conversation.
+
+Agents keep their plan in tool calls, and a summary that loses it leaves the resumed agent
+without its checklist (the seeds' "todo preservation"). Recognised, newest wins:
+
+- Claude Code ``TodoWrite`` ``{todos: [{content, status, activeForm}]}`` (the whole list);
+- Claude Code ``TaskCreate`` / ``TaskUpdate`` (one task at a time, ids from "Task #N created");
+- Codex ``update_plan`` ``{plan: [{step, status}]}``;
+- a generic ``todo_write`` / ``todos`` tool taking ``{todos: [...]}`` or a bare list.
+
+A caller holding the list in its own state passes it as ``SummaryRequest.todos`` instead.
+Side chains (sub-agents) keep their own lists and are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfold.core.transcript.model import Message, ToolResultPart
+
+_CONTENT_KEYS = ("content", "step", "text", "title", "subject", "task", "description", "name")
+_GENERIC = {"todowrite", "todos", "todo", "writetodos", "updatetodos", "todoupdate", "updatetodo"}
+_TASK_ID = re.compile(r"Task #(\w+) created")
+
+
+@dataclass(frozen=True, slots=True)
+class Todo:
+    content: str
+    status: str = "pending"
+
+    def line(self) -> str:
+        return f"- [{self.status}] {self.content}"
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z]", "", name.lower())
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def normalize(items: Iterable[Any]) -> list[Todo]:
+    """Todos from dicts (any of the usual field names) or plain strings; others skipped."""
+    out: list[Todo] = []
+    for item in items:
+        if isinstance(item, Todo):
+            out.append(item)
+        elif isinstance(item, str) and item.strip():
+            out.append(Todo(item.strip()))
+        elif isinstance(item, dict):
+            content = next((str(item[k]) for k in _CONTENT_KEYS if isinstance(item.get(k), str)), None)
+            if not content:
+                continue
+            status = item.get("status", item.get("state"))
+            if not isinstance(status, str):
+                done = item.get("completed", item.get("done"))
+                status = "completed" if done is True else "pending"
+            out.append(Todo(content.strip(), status))
+    return out
+
+
+def format_todos(todos: Sequence[Todo]) -> str:
+    return "\n".join(t.line() for t in todos)
+
+
+def _list_arg(args: Any, *keys: str) -> list[Any] | None:
+    args = _json(args)
+    if isinstance(args, list):
+        return args
+    if isinstance(args, dict):
+        for k in keys:
+            if isinstance(args.get(k), list):
+                return list(args[k])
+    return None
+
+
+class _Tasks:
+    """Claude Code's one-at-a-time task tools, replayed into a list."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Todo] = {}
+
+    def create(self, args: Any, result: ToolResultPart | None) -> None:
+        args = _json(args)
+        todo = normalize([args]) if isinstance(args, dict) else []
+        if not todo:
+            return
+        match = _TASK_ID.search(result.text) if result is not None else None
+        task_id = match.group(1) if match else str(len(self.items) + 1)
+        self.items[task_id] = todo[0]
+
+    def update(self, args: Any) -> None:
+        args = _json(args)
+        if not isinstance(args, dict):
+            return
+        task_id = str(args.get("taskId", args.get("task_id", "")))
+        old = self.items.get(task_id)
+        if old is None:
+            return
+        status = args.get("status")
+        if status == "deleted":
+            del self.items[task_id]
+            return
+        subject = args.get("subject")
+        content = subject if isinstance(subject, str) and subject else old.content
+        self.items[task_id] = Todo(content, status if isinstance(status, str) else old.status)
+
+
+def extract_todos(messages: Sequence[Message]) -> list[Todo] | None:
+    """The newest todo list in the main conversation, or None when no todo tool was used."""
+    results: dict[str, ToolResultPart] = {}
+    for m in messages:
+        if m.branch is None:
+            for r in m.tool_results:
+                results[r.call_id] = r
+    latest: list[Todo] | None = None
+    tasks = _Tasks()
+    for m in messages:
+        if m.branch is not None:
+            continue
+        for call in m.tool_calls:
+            result = results.get(call.id)
+            if result is not None and result.is_error:
+                continue  # the tool refused it: the list did not change
+            key = _key(call.name)
+            if key == "updateplan":
+                items = _list_arg(call.arguments, "plan")
+            elif key in _GENERIC:
+                items = _list_arg(call.arguments, "todos", "items", "tasks")
+            elif key == "taskcreate":
+                tasks.create(call.arguments, result)
+                latest = list(tasks.items.values())
+                continue
+            elif key == "taskupdate":
+                tasks.update(call.arguments)
+                latest = list(tasks.items.values())
+                continue
+            else:
+                continue
+            if items is not None:
+                latest = normalize(items)
+    return latest
+
+
+def todos_from_summary(summary: str | None) -> list[str]:
+    """The lines of a previous summary's "Todo List" section (for rolling summaries)."""
+    if not summary:
+        return []
+    lines: list[str] = []
+    inside = False
+    for line in summary.splitlines():
+        if line.startswith("#"):
+            inside = "todo" in line.lower()
+            continue
+        if inside and line.strip():
+            lines.append(line.rstrip())
+    return lines
+
+
+def current_todos(messages: Sequence[Message], given: Sequence[Any] | None) -> list[Todo] | None:
+    """The caller's list (its own state) when given, else the newest one in the transcript."""
+    if given is not None:
+        return normalize(given)
+    return extract_todos(messages)

@@ -1,0 +1,33 @@
+"""The package installs as ctxfold.core / ctxfold.cli, with every subpackage, never a top-level core or cli."""
+
+from __future__ import annotations
+
+import sys
+
+from conftest import ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def test_every_subpackage_is_listed() -> None:
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(conf["packages"])
+    for top in ("core", "cli"):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT).parts
+            if "_root" in rel:
+                continue
+            assert "ctxfold." + ".".join(rel) in listed, f"{init.parent} is not installed"
+    assert "core" not in listed and "cli" not in listed
+    assert conf["package-dir"] == {"ctxfold": "cli/_root", "ctxfold.core": "core", "ctxfold.cli": "cli"}
+
+
+def test_imports_resolve_to_the_repository() -> None:
+    import ctxfold.cli
+    import ctxfold.core
+
+    assert ctxfold.core.__file__ and ctxfold.core.__file__.startswith(str(ROOT / "core"))
+    assert ctxfold.cli.__file__ and ctxfold.cli.__file__.startswith(str(ROOT / "cli"))
