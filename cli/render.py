@@ -18,16 +18,18 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from ctxfold.core.compaction.run import CompactResult
     from ctxfold.core.engine.profile import Profiles
     from ctxfold.core.engine.replay import Report
     from ctxfold.core.formats.loader import Opened
+    from ctxfold.core.formats.validate import Validation
     from ctxfold.core.tokens.estimate import FileEstimate
 
 PROGRESS_MIN_BYTES = 5_000_000
 
 # Piped output is not wrapped at 80 columns: a file or a pager can take long lines.
 out = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def emit_json(doc: Any) -> None:
@@ -278,3 +280,117 @@ def profile(profiles: Profiles) -> None:
                 f"{statistics.median(s['ratio'] for s in sessions):.3f}",
             )
     out.print(t)
+
+
+def compact_dict(r: CompactResult) -> dict[str, Any]:
+    s = r.summary
+    return {
+        "status": r.status,
+        "path": r.path,
+        "format": r.format,
+        "written_format": r.outputs.written_format,
+        "incremental": r.incremental,
+        "strategy": r.strategy,
+        "threshold": r.policy.threshold,
+        "window": r.policy.window,
+        "tokens_before": r.tokens_before,
+        "tokens_after": r.tokens_after,
+        "estimate_before": r.estimate_before,
+        "estimate_after": r.estimate_after,
+        "messages_before": r.messages_before,
+        "messages_after": r.messages_after,
+        "outputs": None
+        if r.status != "compacted"
+        else {
+            "compacted": str(r.outputs.compacted),
+            "summary": str(r.outputs.summary),
+            "state": str(r.outputs.state),
+        },
+        "would_write": None
+        if r.status == "compacted"
+        else {
+            "compacted": str(r.outputs.compacted),
+            "summary": str(r.outputs.summary),
+            "state": str(r.outputs.state),
+        },
+        "summarizer": None if s is None else {"provider": s.provider, "model": s.model, "usage": s.usage},
+        "notes": r.notes,
+        "warnings": [*r.warnings, *(s.warnings if s else [])],
+    }
+
+
+def compact(r: CompactResult) -> None:
+    d = compact_dict(r)
+    for w in d["warnings"]:
+        warn(w)
+    head = Text.assemble((r.path, "bold"), f"  ({r.format}{', incremental' if r.incremental else ''})")
+    out.print(head)
+    pred = f"{r.tokens_before:,} predicted tokens (counted {r.estimate_before:,}); threshold {r.policy.threshold:,}"
+    if r.status == "not-due":
+        out.print(Text(f"  not due: {pred}. Nothing written (--force compacts anyway)."))
+        return
+    if r.status == "up-to-date":
+        out.print(
+            Text(f"  up to date: nothing new since the last compaction ({r.outputs.state}). Nothing written.")
+        )
+        return
+    if r.status == "dry-run":
+        out.print(Text(f"  would compact with {r.strategy}: {pred}, {r.messages_before:,} messages"))
+        for k in ("compacted", "summary", "state"):
+            out.print(Text(f"  would write  {d['would_write'][k]}"))
+        return
+    after = r.tokens_after or 0
+    out.print(
+        Text(
+            f"  compacted ({r.strategy}): {r.tokens_before:,} → {after:,} predicted tokens, "
+            f"{r.messages_before:,} → {r.messages_after or 0:,} messages ({1 - after / max(1, r.tokens_before):.0%} smaller)"
+        )
+    )
+    if d["summarizer"]:
+        sm = d["summarizer"]
+        usage = sm["usage"]
+        used = (
+            f"; used {usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out"
+            if usage
+            else ""
+        )
+        out.print(Text(f"  summarizer   {sm['provider']}{' / ' + sm['model'] if sm['model'] else ''}{used}"))
+    for n in r.notes:
+        out.print(Text(f"  note         {n}"))
+    for k, label in (("compacted", "transcript"), ("summary", "summary"), ("state", "state")):
+        out.print(Text(f"  {label:<12} {d['outputs'][k]}"))
+
+
+def validation_dict(v: Validation) -> dict[str, Any]:
+    return {
+        "path": v.path,
+        "format": v.format,
+        "entries": v.entries,
+        "ok": v.ok,
+        "violations": [{"line": x.line, "message": x.message} for x in v.violations],
+    }
+
+
+def validation(results: Sequence[Validation]) -> None:
+    for v in results:
+        if v.ok:
+            out.print(Text(f"{v.path}: ok ({v.format}, {v.entries:,} entries)"))
+            continue
+        out.print(Text(f"{v.path}: {len(v.violations)} violation(s) ({v.format})"))
+        for x in v.violations:
+            out.print(Text(f"  {v.path}:{x.line}: {x.message}"))
+
+
+def config(doc: dict[str, Any]) -> None:
+    out.print(Text(f"config file: {doc['config_file'] or 'none'} (searched: {', '.join(doc['searched'])})"))
+    t = Table(show_edge=False, pad_edge=False, box=None)
+    t.add_column("setting")
+    t.add_column("value")
+    t.add_column("from")
+    for k, v in doc["settings"].items():
+        t.add_row(k, "—" if v["value"] is None else str(v["value"]), v["source"])
+    for k, v in doc["keys"].items():
+        t.add_row(k, v["value"] or "—", v["source"])
+    out.print(t)
+    for name, conf in doc["models"].items():
+        out.print(Text(f"model {name}: {conf}"))

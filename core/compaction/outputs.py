@@ -62,11 +62,15 @@ def render_summary(state: State, compacted: Path, fmt: str) -> bytes:
     return "\n".join(lines).encode()
 
 
-def write_outputs(outs: Outputs, compacted: Transcript, state: State, *, force: bool) -> Outputs:
+def ensure_writable(outs: Outputs, *, force: bool) -> None:
     existing = [p for p in (outs.compacted, outs.summary, outs.state) if p.exists()]
     if existing and not force:
         names = ", ".join(str(p) for p in existing)
         raise OutputError(f"{names} already exist(s); pass --force to replace")
+
+
+def write_outputs(outs: Outputs, compacted: Transcript, state: State, *, force: bool) -> Outputs:
+    ensure_writable(outs, force=force)
     fmt, transcript_bytes = render_transcript(compacted)
     summary_bytes = render_summary(state, outs.compacted, fmt)
     state_bytes = state.to_json()

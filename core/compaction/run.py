@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxfold.core.compaction.outputs import Outputs, outputs_for, write_outputs
+from ctxfold.core.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
 from ctxfold.core.compaction.statefile import Pass, State, load_state, now, prefix_sha256
 from ctxfold.core.config import Config
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, PROVIDER_RATIO, Prior, make_calibrator
-from ctxfold.core.engine.guard import summary_budget
+from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles, key_for
 from ctxfold.core.errors import CtxfoldError, UsageError
@@ -48,7 +48,7 @@ class NoShrinkError(CtxfoldError):
 
 @dataclass
 class CompactResult:
-    status: str  # "compacted" | "not-due" | "dry-run"
+    status: str  # "compacted" | "not-due" | "up-to-date" | "dry-run"
     path: str
     format: str
     outputs: Outputs
@@ -146,12 +146,16 @@ def compact_file(
         incremental=incremental,
         warnings=list(est.model.warnings),
     )
+    if incremental and len(messages) == 1:
+        result.status = "up-to-date"  # nothing arrived since the summary: a second run is a no-op
+        return result
     if not policy.due(before) and not opts.force:
         return result
     if opts.dry_run:
         result.status = "dry-run"
         return result
 
+    ensure_writable(outs, force=opts.force or state is not None)  # before any summarizer is paid for
     cal.reset()  # what the log taught becomes the prior; the compacted request starts afresh
 
     def predict(msgs: Sequence[Message]) -> int:
@@ -165,7 +169,7 @@ def compact_file(
             predict=predict,
             summarizer=summarizer,
             summarizer_window=summarizer_window,
-            budget_tokens=summary_budget(policy.summary_budget, before_est - fixed),
+            budget_tokens=fit_budget(cal, policy, fixed, before_est - fixed),
             instructions=opts.instructions,
             keep_observations=opts.keep_observations,
         )
@@ -173,6 +177,12 @@ def compact_file(
     final, repairs = repair_pairs(out.messages)
     after_est = estimate_of(final)
     after = predict(final)
+    if policy.due(after):
+        raise WindowTooSmallError(
+            f"{path}: the {strategy.name} pass leaves the request at {after:,} predicted tokens, still over the "
+            f"threshold of {policy.threshold:,} (window {policy.window:,}); try --strategy summary, a larger "
+            "window, or fewer tools (nothing written)"
+        )
     if after > before * (1 - MIN_SHRINK):
         raise NoShrinkError(
             f"{path}: refused: the {strategy.name} pass would take the request from {before:,} to {after:,} "

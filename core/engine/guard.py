@@ -49,6 +49,22 @@ class WindowTooSmallError(CtxfoldError):
     """Even a fully compacted request (system prompt, tools, summary) does not fit."""
 
 
+def fit_budget(calibrator: Calibrator, policy: Policy, fixed: int, folded: int) -> int:
+    """The summary's output budget: ``buffer × 0.5``, at most half of what it folds, and at most
+    what leaves the compacted request at 90 % of the threshold once calibrated. ``calibrator``
+    must already be reset (the compacted request is a new segment)."""
+    floor = calibrator.predict(fixed + CONTINUATION_TOKENS).tokens
+    ratio = max(1.0, calibrator.predict(fixed + CONTINUATION_TOKENS + 1_000).tokens - floor) / 1_000
+    room = int((ROOM * policy.threshold - floor) / ratio)
+    if room < MIN_SUMMARY_TOKENS:
+        raise WindowTooSmallError(
+            f"the request cannot fit: the system prompt and tools alone are predicted at {floor:,} tokens "
+            f"against a threshold of {policy.threshold:,} in a {policy.window:,}-token window, leaving no "
+            "room for a summary; use a model with a larger window or fewer tools"
+        )
+    return min(summary_budget(policy.summary_budget, folded), room)
+
+
 @dataclass(frozen=True)
 class Decision:
     estimate: int  # tokens ctxfold counted in the request
@@ -174,7 +190,7 @@ class ContextGuard:
         fixed = self.fixed_tokens(system, tools)
         self.calibrator.reset()  # no stale factor survives a compaction (the seeds' step 6)
         self._forced = False
-        budget = self._summary_budget(fixed, decision.estimate - fixed)
+        budget = fit_budget(self.calibrator, self.policy, fixed, decision.estimate - fixed)
         folded = fold(
             messages,
             counter=self.counter,
@@ -199,20 +215,6 @@ class ContextGuard:
         self.state.set("last_heuristic", new_estimate)
         self.compactions += 1
         return Prepared(folded.messages, decision, compacted=True, after=after, summary=folded.summary)
-
-    def _summary_budget(self, fixed: int, folded: int) -> int:
-        """``buffer × 0.5``, at most half of what is folded, and at most what leaves the
-        compacted request 10 % under the threshold once calibrated."""
-        floor = self.calibrator.predict(fixed + CONTINUATION_TOKENS).tokens
-        ratio = max(1.0, self.calibrator.predict(fixed + CONTINUATION_TOKENS + 1_000).tokens - floor) / 1_000
-        room = int((ROOM * self.policy.threshold - floor) / ratio)
-        if room < MIN_SUMMARY_TOKENS:
-            raise WindowTooSmallError(
-                f"the request cannot fit: the system prompt and tools alone are predicted at {floor:,} tokens "
-                f"against a threshold of {self.policy.threshold:,} in a {self.policy.window:,}-token window, "
-                "leaving no room for a summary; use a model with a larger window or fewer tools"
-            )
-        return min(summary_budget(self.policy.summary_budget, folded), room)
 
     def _nothing_to_fold(self, events: Sequence[Message]) -> bool:
         """True right after a compaction: no event has arrived since the summary was made."""

@@ -1,0 +1,97 @@
+"""Effective settings: flags > environment > ``ctxfold.toml`` > built-in defaults.
+
+Each setting has one environment variable (``CTXFOLD_<NAME>``) and one place in the file
+(``[defaults]`` for what every command uses, ``[compact]`` for compaction). API keys are not
+settings: they come from ``--api-key`` or the SDK's own variable, and are only ever shown
+redacted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfold.core.config import Config
+from ctxfold.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Spec:
+    section: str
+    default: Any
+    kind: type
+
+
+SPECS: dict[str, Spec] = {
+    "model": Spec("defaults", None, str),
+    "window": Spec("defaults", None, int),
+    "tokenizer": Spec("defaults", None, str),
+    "buffer": Spec("defaults", None, str),
+    "calibration": Spec("defaults", "growth", str),
+    "strategy": Spec("compact", "summary", str),
+    "provider": Spec("compact", "offline", str),
+    "base_url": Spec("compact", None, str),
+    "tool_results": Spec("compact", "elide", str),
+    "timeout": Spec("compact", 60.0, float),
+    "max_retries": Spec("compact", 2, int),
+    "keep_observations": Spec("compact", 10, int),
+}
+KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: Any
+    source: str  # "flag", "env CTXFOLD_X", "file PATH", "default"
+
+
+def env_name(name: str) -> str:
+    return f"CTXFOLD_{name.upper()}"
+
+
+def effective(
+    flags: Mapping[str, Any], config: Config, environ: Mapping[str, str] | None = None
+) -> dict[str, Setting]:
+    env = os.environ if environ is None else environ
+    out: dict[str, Setting] = {}
+    for name, spec in SPECS.items():
+        section = (
+            config.raw.get(spec.section, {}) if isinstance(config.raw.get(spec.section, {}), dict) else {}
+        )
+        if flags.get(name) is not None:
+            out[name] = Setting(flags[name], "flag")
+        elif env.get(env_name(name)):
+            out[name] = Setting(
+                _convert(name, spec, env[env_name(name)], env_name(name)), f"env {env_name(name)}"
+            )
+        elif name in section:
+            out[name] = Setting(_convert(name, spec, section[name], str(config.path)), f"file {config.path}")
+        else:
+            out[name] = Setting(spec.default, "default")
+    return out
+
+
+def _convert(name: str, spec: Spec, raw: Any, where: str) -> Any:
+    try:
+        return spec.kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {name} should be {spec.kind.__name__}, got {raw!r}") from None
+
+
+def redact(value: str | None) -> str | None:
+    """``sk-ant-…`` → ``sk-…(41 chars)``: enough to tell which key, never the key."""
+    if not value:
+        return None
+    return f"{value[:3]}…({len(value)} chars)"
+
+
+def keys(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Setting]:
+    env = os.environ if environ is None else environ
+    out = {
+        var: Setting(redact(env.get(var)), f"env {var}" if env.get(var) else "not set") for var in KEY_VARS
+    }
+    if explicit:
+        out["--api-key"] = Setting(redact(explicit), "flag")
+    return out
