@@ -81,7 +81,7 @@ def test_force_writes_three_valid_outputs(tmp_path: Path) -> None:
 def test_second_run_is_a_noop_and_appended_run_folds_only_the_new_part(tmp_path: Path) -> None:
     src = copy(tmp_path)
     assert run(str(src), "--force")[0] == 0
-    compacted, summary, state_path = outputs(src)
+    _, summary, state_path = outputs(src)
     first = state_path.read_bytes()
     code, out, _ = run(str(src), "--force")
     assert code == 0 and "up to date" in out and state_path.read_bytes() == first
@@ -246,7 +246,7 @@ def test_every_real_session(tmp_path: Path, path: Path, strategy: str) -> None:
     assert code == 0, err
     doc = orjson.loads(out)
     assert doc["status"] == "compacted", doc
-    compacted, summary, state_path = outputs(src)
+    compacted, _, state_path = outputs(src)
     v = validate(str(compacted))
     assert v.ok, v.violations[:3]
     again = load(compacted)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats.anthropic_blocks import block_part, system_texts, tooldef, usage_from_anthropic
-from ctxfold.core.formats.base import Line, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest
 from ctxfold.core.formats.requestlog import PrefixTracker
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -163,14 +163,13 @@ class Reader:
             parts: tuple[Part, ...] = (TextPart(content),) if content else ()
         else:
             parts = tuple(block_part(b, line, self._names) for b in content)
-        model = d.get("model") if isinstance(d.get("model"), str) else None
+        model = get_str(d, "model")
         usage = d.get("usage") if role == "assistant" and isinstance(d.get("usage"), dict) else None
-        ts = d.get("timestamp")
         return Message(
             role,
             parts,
-            id=d.get("id") if isinstance(d.get("id"), str) else None,
-            timestamp=ts if isinstance(ts, str) else None,
+            id=get_str(d, "id"),
+            timestamp=get_str(d, "timestamp"),
             usage=usage_from_anthropic(usage, model) if usage is not None else None,
             model=model,
             extra=rest(d, _MSG_USED if usage is not None else _MSG_USED[:-1]),
@@ -178,12 +177,12 @@ class Reader:
 
     def _response(self, d: dict[str, Any], line: Line, where: str) -> Message:
         content = need(d, "content", line, list)
-        model = d.get("model") if isinstance(d.get("model"), str) else None
+        model = get_str(d, "model")
         usage = d.get("usage")
         return Message(
             "assistant",
             tuple(block_part(b, line, self._names) for b in content),
-            id=d.get("id") if isinstance(d.get("id"), str) else None,
+            id=get_str(d, "id"),
             usage=usage_from_anthropic(usage, model, where) if isinstance(usage, dict) else None,
             model=model,
             extra=rest(d, _RESP_USED),
@@ -196,7 +195,7 @@ class Reader:
             message,
             prompt_tokens=sizes[0] if sizes else None,
             limit=sizes[1] if sizes else None,
-            id=d.get("request_id") if isinstance(d.get("request_id"), str) else None,
+            id=get_str(d, "request_id"),
             extra={"error": dict(err)},
         )
 

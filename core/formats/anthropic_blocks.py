@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, need, rest
+from ctxfold.core.formats.base import Line, as_int, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     OpaquePart,
@@ -30,25 +30,21 @@ def b64_size(data: str) -> int:
     return n * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
 def _media(b: dict[str, Any], default_mime: str) -> MediaPart:
     src = b.get("source")
     if not isinstance(src, dict):
         return MediaPart(mime_type=default_mime, extra=rest(b, ()))
     kind = src.get("type")
-    mime = _str(src.get("media_type")) or default_mime
+    mime = get_str(src, "media_type") or default_mime
     extra = {**rest(b, ("source",)), "source": rest(src, ("data", "media_type", "url"))}
     if kind == "base64" and isinstance(src.get("data"), str):
         return MediaPart(mime, data=src["data"], byte_size=b64_size(src["data"]), extra=extra)
     if kind == "text" and isinstance(src.get("data"), str):
-        return MediaPart(_str(src.get("media_type")) or "text/plain", text=src["data"], extra=extra)
+        return MediaPart(get_str(src, "media_type") or "text/plain", text=src["data"], extra=extra)
     if kind == "content" and isinstance(src.get("content"), list):
         text = "\n".join(str(x.get("text", "")) for x in src["content"] if isinstance(x, dict))
         return MediaPart("text/plain", text=text, extra={**rest(b, ("source",)), "source": src})
-    return MediaPart(mime, url=_str(src.get("url")), extra=extra)
+    return MediaPart(mime, url=get_str(src, "url"), extra=extra)
 
 
 def block_part(b: Any, line: Line, names: dict[str, str] | None = None) -> Part:
@@ -82,12 +78,12 @@ def block_part(b: Any, line: Line, names: dict[str, str] | None = None) -> Part:
         return ToolResultPart(call_id, content, name, bool(b.get("is_error")), rest(b, used))
     if t == "thinking":
         return ThinkingPart(
-            _str(b.get("thinking")) or "",
-            _str(b.get("signature")),
+            get_str(b, "thinking") or "",
+            get_str(b, "signature"),
             extra=rest(b, ("type", "thinking", "signature")),
         )
     if t == "redacted_thinking":
-        return ThinkingPart(encrypted=_str(b.get("data")), redacted=True, extra=rest(b, ("type", "data")))
+        return ThinkingPart(encrypted=get_str(b, "data"), redacted=True, extra=rest(b, ("type", "data")))
     if t == "image":
         return _media(b, "image/*")
     if t == "document":

@@ -222,7 +222,9 @@ class Reader:
                 content
                 if isinstance(content, str)
                 else "\n".join(
-                    get_str(b, "text") or "" for b in content if isinstance(b, dict) and b.get("type") == "text"
+                    get_str(b, "text") or ""
+                    for b in content
+                    if isinstance(b, dict) and b.get("type") == "text"
                 )
             )
             out.append(self._error(d, text))

@@ -109,7 +109,11 @@ def _reasoning(p: dict[str, Any]) -> tuple[ThinkingPart, tuple[str, ...]]:
     used: tuple[str, ...] = ("type", "id", "encrypted_content")
     # texts from plain summary_text items only: the list is rebuilt from them (a mistyped one stays)
     whole = bool(summary) or not p.get("summary")
-    if whole and len(texts) == len(summary) and all(len(s) == 2 and s.get("type") == "summary_text" for s in summary):
+    if (
+        whole
+        and len(texts) == len(summary)
+        and all(len(s) == 2 and s.get("type") == "summary_text" for s in summary)
+    ):
         used += ("summary",)
     return ThinkingPart("\n\n".join(texts), encrypted=get_str(p, "encrypted_content")), used
 

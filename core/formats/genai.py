@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, epoch_iso, obj, rest
+from ctxfold.core.formats.base import Line, epoch_iso, get_dict, get_str, obj, rest
 from ctxfold.core.formats.genai_parts import (
     ROLES,
     Calls,
@@ -165,8 +165,9 @@ class Reader:
             usage = None
             if isinstance(raw_usage, dict) and msg.role == "assistant":
                 usage = replace(usage_from_genai(raw_usage, model), final=not partial)
-            ident = d.get("id") if isinstance(d.get("id"), str) else None
-            msg = replace(msg, id=ident, timestamp=epoch_iso(d.get("timestamp")), usage=usage, model=model)
+            msg = replace(
+                msg, id=get_str(d, "id"), timestamp=epoch_iso(d.get("timestamp")), usage=usage, model=model
+            )
         key = ("partial", d.get("author"))
         if self._held is not None and self._held_key == key and msg is not None:
             if partial:
@@ -223,7 +224,7 @@ class Reader:
             out.append(msg)
 
     def _request(self, req: dict[str, Any], d: dict[str, Any], line: Line, out: list[Entry]) -> None:
-        config: dict[str, Any] = req["config"] if isinstance(req.get("config"), dict) else {}
+        config = get_dict(req, "config")
         system = get(req, "systemInstruction", "system_instruction") or get(
             config, "systemInstruction", "system_instruction"
         )

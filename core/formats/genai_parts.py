@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, epoch_iso, parse_overflow, rest
+from ctxfold.core.formats.base import Line, as_int, epoch_iso, get_str, parse_overflow, rest
 from ctxfold.core.transcript.model import (
     ApiError,
     MediaPart,
@@ -232,7 +232,7 @@ def api_error(message: str, d: Mapping[str, Any], extra: dict[str, Any]) -> ApiE
         message,
         prompt_tokens=sizes[0] if sizes else None,
         limit=sizes[1] if sizes else None,
-        id=d.get("id") if isinstance(d.get("id"), str) else None,
+        id=get_str(d, "id"),
         timestamp=epoch_iso(d.get("timestamp")),
         extra=extra,
     )

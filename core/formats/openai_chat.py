@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest
 from ctxfold.core.formats.openai_common import message_from_openai, tooldef_from_openai, usage_from_openai
 from ctxfold.core.formats.requestlog import PrefixTracker
 from ctxfold.core.transcript.model import (
@@ -262,7 +262,7 @@ class Reader:
         if not isinstance(raw, dict):
             raise LineError("field 'message' of a choice should be an object", line.no)
         msg = self._convert(raw if "role" in raw else {**raw, "role": "assistant"}, line)
-        model = r.get("model") if isinstance(r.get("model"), str) else None
+        model = get_str(r, "model")
         usage: Usage | None = None
         if isinstance(r.get("usage"), dict):
             usage = usage_from_openai(r["usage"], model, path=where)
@@ -272,8 +272,7 @@ class Reader:
             extra["response"] = more
         if len(choice) > 1:
             extra["choice"] = rest(choice, ("message", "delta"))
-        rid = r.get("id")
-        return replace(msg, id=rid if isinstance(rid, str) else None, usage=usage, model=model, extra=extra)
+        return replace(msg, id=get_str(r, "id"), usage=usage, model=model, extra=extra)
 
 
 def _role(m: Any) -> Any:
@@ -287,6 +286,6 @@ def _api_error(err: Mapping[str, Any], d: Mapping[str, Any]) -> ApiError:
         message,
         prompt_tokens=sizes[0] if sizes else None,
         limit=sizes[1] if sizes else None,
-        id=d.get("id") if isinstance(d.get("id"), str) else None,
+        id=get_str(d, "id"),
         extra={"error": dict(err)},
     )

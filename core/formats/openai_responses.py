@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, need, obj
+from ctxfold.core.formats.base import Line, get_str, need, obj
 from ctxfold.core.formats.openai_common import tooldef_from_openai
 from ctxfold.core.formats.openai_responses_items import api_error, item_message, usage_from_responses
 from ctxfold.core.formats.requestlog import PrefixTracker
@@ -199,7 +199,7 @@ class Reader:
         self._context(r, line, out, with_model=False)
         output = r.get("output")
         output = output if isinstance(output, list) else []
-        model = r.get("model") if isinstance(r.get("model"), str) else None
+        model = get_str(r, "model")
         usage = r.get("usage")
         where = "response.usage" if r is not line.data else "usage"
         u = usage_from_responses(usage, model, where) if isinstance(usage, dict) else None

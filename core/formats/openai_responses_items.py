@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, need, parse_overflow, rest
+from ctxfold.core.formats.base import Line, get_str, need, parse_overflow, rest
 from ctxfold.core.formats.openai_common import b64_size, content_parts, media_from_url, usage_from_openai
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -56,7 +56,9 @@ def _part(p: Any) -> TextPart | MediaPart | OpaquePart:
                     else "application/octet-stream"
                 )
                 return MediaPart(mime, data=data, byte_size=b64_size(data), extra=rest(p, ("file_data",)))
-            return MediaPart("application/octet-stream", url=p.get("file_url"), extra=rest(p, ("file_url",)))
+            return MediaPart(
+                "application/octet-stream", url=get_str(p, "file_url"), extra=rest(p, ("file_url",))
+            )
     return content_parts([p])[0]
 
 
@@ -89,7 +91,7 @@ def item_message(
     ``names`` maps call ids to tool names until their output arrives, so results get a name.
     """
     t = item.get("type")
-    item_id = item.get("id") if isinstance(item.get("id"), str) else None
+    item_id = get_str(item, "id")
     if t == "message" or (t is None and "role" in item):
         raw_role = need(item, "role", line, str)
         role = ROLES.get(raw_role)
@@ -104,10 +106,9 @@ def item_message(
     if t == "reasoning":
         summary = item.get("summary")
         texts = [s.get("text") for s in summary if isinstance(s, dict)] if isinstance(summary, list) else []
-        enc = item.get("encrypted_content")
         thinking = ThinkingPart(
             "\n\n".join(x for x in texts if isinstance(x, str)),
-            encrypted=enc if isinstance(enc, str) else None,
+            encrypted=get_str(item, "encrypted_content"),
             extra={"summary": summary} if summary else {},
         )
         return Message(
@@ -147,6 +148,6 @@ def api_error(err: Mapping[str, Any], d: Mapping[str, Any]) -> ApiError:
         message,
         prompt_tokens=sizes[0] if sizes else None,
         limit=sizes[1] if sizes else None,
-        id=d.get("id") if isinstance(d.get("id"), str) else None,
+        id=get_str(d, "id"),
         extra={"error": dict(err)},
     )

@@ -34,6 +34,7 @@ KINDS: dict[str, type] = {
     )
 }
 
+
 # A model field called "type" would clash with the discriminator: in JSON it is "<kind>_type".
 def _json_name(kind: str, field_name: str) -> str:
     return f"{kind}_type" if field_name == "type" else field_name
