@@ -238,10 +238,21 @@ def test_unknown_strategy_and_provider_are_usage_errors(tmp_path: Path) -> None:
 def test_every_real_session(tmp_path: Path, path: Path, strategy: str) -> None:
     src = copy(tmp_path, path)
     est = estimate_file(src)
-    window = max(8_000, int(est.context_tokens * 0.9))  # make compaction due
-    code, out, err = run(str(src), "--window", str(window), "--strategy", strategy, "--no-profile", "--json")
-    if code == 1 and strategy == "mask-observations":
-        assert "10% reduction" in err or "still over the threshold" in err
+    code, out, err = run(str(src), "--dry-run", "--force", "--no-profile", "--json")
+    assert code == 0, err
+    predicted = orjson.loads(out)["tokens_before"]
+    window = int(predicted * 1.02)  # with a 5 % buffer, the context now is just over the threshold
+    args = ("--window", str(window), "--buffer", "5%", "--strategy", strategy, "--no-profile")
+    code, out, err = run(str(src), *args, "--json")
+    if code == 1 and "cannot fit" in err:
+        # only when the log shows almost nothing of what was counted (a hidden prompt, nothing to fold)
+        visible = est.context_tokens - est.replay.fixed_total
+        assert visible < 0.15 * predicted, err
+        return
+    if code == 1 and strategy != "summary":
+        # keeping a verbatim tail (or all but old tool output) may not shrink a small session
+        # enough: that is refused and said, never written
+        assert "10% reduction" in err or "still over the threshold" in err, err
         return
     assert code == 0, err
     doc = orjson.loads(out)
@@ -254,5 +265,5 @@ def test_every_real_session(tmp_path: Path, path: Path, strategy: str) -> None:
     assert doc["tokens_after"] < doc["threshold"]
     state = load_state(state_path)
     assert state is not None and state.watermark == len(load(src).entries)
-    code, out, _ = run(str(src), "--window", str(window), "--strategy", strategy, "--no-profile")
+    code, out, _ = run(str(src), *args)
     assert code == 0 and "up to date" in out  # a second run is a no-op

@@ -46,11 +46,12 @@ def continuation_message(user_request: str | None) -> Message:
 
 
 def summary_of(message: Message) -> str | None:
-    """The summary text when ``message`` is a summary message ctxfold wrote, else None."""
-    text = message.text
-    if message.role == "user" and text.startswith(SUMMARY_OPEN) and text.rstrip().endswith(SUMMARY_CLOSE):
-        return text[len(SUMMARY_OPEN) : text.rstrip().rfind(SUMMARY_CLOSE)].strip()
-    return None
+    """The summary text when ``message`` starts with a summary ctxfold wrote, else None (a
+    writer may have merged the continuation into the same message: only the first text counts)."""
+    first = next((p.text for p in message.parts if isinstance(p, TextPart)), "")
+    if message.role != "user" or not first.startswith(SUMMARY_OPEN) or SUMMARY_CLOSE not in first:
+        return None
+    return first[len(SUMMARY_OPEN) : first.rfind(SUMMARY_CLOSE)].strip()
 
 
 def latest_user_request(messages: Sequence[Message]) -> str | None:
