@@ -38,7 +38,7 @@ SkipOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
 CalibrationOpt = Annotated[
-    str,
+    str | None,
     typer.Option("--calibration", "-c", help="growth (default), affine or seed (the reference rule, len/4)."),
 ]
 BufferOpt = Annotated[
@@ -109,7 +109,7 @@ def report(
     window: WindowOpt = None,
     buffer: BufferOpt = None,
     max_tokens: MaxTokensOpt = None,
-    calibration: CalibrationOpt = "growth",
+    calibration: CalibrationOpt = None,
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
     no_profile: NoProfileOpt = False,
@@ -142,14 +142,17 @@ def report(
     from ctxfold.core.engine.replay import report_file
     from ctxfold.core.engine.report_doc import to_dict
     from ctxfold.core.errors import UsageError
+    from ctxfold.core.settings import effective
 
     if fail_on not in (None, "compact", "overflow"):
         raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}")
+    config = load_config()
+    settings = effective({"calibration": calibration, "buffer": buffer}, config)
+    calibration, buffer = settings["calibration"].value, settings["buffer"].value
     make_calibrator(calibration)  # a typo fails before any file is read
     paths = expand(files)
     if plot and len(paths) > 1:
         raise UsageError("--plot draws one session: give one file")
-    config = load_config()
     reports = []
     for path in paths:
         with render.progress(path, enabled=not json_out) as on_progress:
@@ -163,7 +166,7 @@ def report(
                     skip_invalid=skip_invalid,
                     calibration=calibration,
                     max_tokens=max_tokens,
-                    buffer=buffer or config.defaults.get("buffer"),
+                    buffer=buffer,
                     simulate=simulate_compaction,
                     use_profile=not no_profile,
                     config=config,
