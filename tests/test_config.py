@@ -1,0 +1,82 @@
+"""`ctxfold.toml`, environment and flags: precedence, redaction, and bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+
+runner = CliRunner()
+SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def config_doc() -> dict:
+    r = runner.invoke(app, ["config", "--json"])
+    assert r.exit_code == 0, r.stderr
+    return orjson.loads(r.stdout)
+
+
+def test_defaults_without_a_file(in_tmp: Path) -> None:
+    doc = config_doc()
+    assert doc["config_file"] is None
+    assert doc["settings"]["provider"] == {"value": "offline", "source": "default"}
+    assert doc["settings"]["strategy"]["value"] == "summary"
+
+
+def test_file_then_env_then_flag(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (in_tmp / "ctxfold.toml").write_text(
+        '[compact]\nstrategy = "sliding-window"\ntimeout = 5\n[defaults]\nbuffer = "10%"\n'
+    )
+    doc = config_doc()
+    assert doc["settings"]["strategy"]["value"] == "sliding-window"
+    assert doc["settings"]["strategy"]["source"].startswith("file ")
+    assert doc["settings"]["timeout"]["value"] == 5.0
+    monkeypatch.setenv("CTXFOLD_STRATEGY", "mask-observations")
+    assert config_doc()["settings"]["strategy"] == {
+        "value": "mask-observations",
+        "source": "env CTXFOLD_STRATEGY",
+    }
+    # the file's buffer reaches report; a flag beats it
+    rep = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
+    assert rep["buffer"] == 20_000 and rep["buffer_rule"] == "set explicitly (10%)"
+    rep = orjson.loads(runner.invoke(app, ["report", "--json", "--buffer", "5000", str(SAMPLE)]).stdout)[
+        "files"
+    ][0]
+    assert rep["buffer"] == 5_000
+
+
+def test_model_window_from_the_file(in_tmp: Path) -> None:
+    (in_tmp / "ctxfold.toml").write_text('[models."claude-sonnet-4-5"]\nwindow = 64000\n')
+    doc = orjson.loads(runner.invoke(app, ["estimate", "--json", str(SAMPLE)]).stdout)["files"][0]
+    assert doc["window"] == 64_000 and doc["window_source"] == "config file"
+
+
+def test_keys_are_redacted(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-ant-api03-VERYSECRETKEYVALUE0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    r = runner.invoke(app, ["config"])
+    assert r.exit_code == 0
+    assert key not in r.stdout and "sk-…(" in r.stdout
+    assert key not in runner.invoke(app, ["config", "--json"]).stdout
+
+
+def test_bad_file_is_a_clear_error(in_tmp: Path) -> None:
+    (in_tmp / "ctxfold.toml").write_text("[compact\nstrategy = 1")
+    r = runner.invoke(app, ["config"])
+    assert r.exit_code == 1 and "invalid TOML" in r.stderr and "Traceback" not in r.stderr
+    (in_tmp / "ctxfold.toml").write_text("[compact]\ntimeout = 'soon'\n")
+    r = runner.invoke(app, ["config"])
+    assert r.exit_code == 1 and "timeout should be float" in r.stderr
+    (in_tmp / "ctxfold.toml").write_text('[models."x"]\nwindow = -3\n')
+    assert "positive integer" in runner.invoke(app, ["config"]).stderr
