@@ -1,0 +1,308 @@
+"""Write a transcript back as a Claude Code session log that ``claude --resume`` can pick up.
+
+Only the main chain is written (side chains are not part of the resumed context), as one
+linear ``uuid``/``parentUuid`` chain with a fresh uuid4 on every line and the original
+``sessionId``: the new log may sit beside the original in the project folder, and Claude Code
+looks lines up by uuid, so it must not reuse the original's. ``sourceToolAssistantUUID`` is
+re-pointed at the new line holding the ``tool_use``. Session fields missing from lines ctxfold
+made (cwd, version, gitBranch, userType...) come from the newest line Claude Code wrote.
+
+A merged assistant response goes back as one line per content block sharing ``message.id`` and
+``requestId``, each carrying the response's final usage, rather than one line with all blocks:
+every real log we have (v1.0.98 to v2.1.126) has exactly one block per assistant line, so that
+is the shape Claude Code's loader is known to merge on resume, and our reader merges it back to
+the same Message. A message without a ``message.id`` gets a generated one for its lines to share.
+
+A compaction is recorded the way Claude Code records its own: a ``system`` line with
+``subtype: compact_boundary``, ``parentUuid: null`` (the cut the resume walk stops at),
+``logicalParentUuid`` = the line before it and ``compactMetadata {trigger, preTokens,
+postTokens}``, then the summary as a ``user`` line with ``isCompactSummary`` and
+``isVisibleInTranscriptOnly``, its ``parentUuid`` the boundary; the chain continues from it.
+A Claude Code 2.x log ends with a ``last-prompt`` line (newest typed prompt, leaf uuid), as 2.1
+writes after each turn.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from ctxfold.core.formats.claude_code_check import check, check_file
+from ctxfold.core.transcript.model import (
+    ApiError,
+    CompactionMarker,
+    ContextUpdate,
+    MediaPart,
+    Message,
+    OpaquePart,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    Usage,
+)
+
+__all__ = ["check", "check_file", "write"]
+
+NAME = "claude-code"
+SYNTHETIC = "<synthetic>"  # Claude Code's model name for an assistant message no request produced
+DEFAULT_VERSION = "2.1.112"  # the newest version whose compaction lines we checked our output against
+# Fields Claude Code writes on every conversation line, taken from the session's own lines.
+_COMMON = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug")
+# Reader bookkeeping and linkage: rebuilt for the new file, never copied from ``extra``.
+_SKIP = frozenset(
+    {"parentUuid", "logicalParentUuid", "uuid", "uuids", "timestamp", "type", "message", "isSidechain",
+     "sessionId", "ctxfold"}
+)  # fmt: skip
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _sources(t: Transcript) -> list[Transcript]:
+    original = t.extra.get("original")
+    return [t, original] if isinstance(original, Transcript) else [t]
+
+
+def _template(t: Transcript) -> dict[str, Any]:
+    """The per-line session fields of the newest main-chain line that has them."""
+    for src in _sources(t):
+        for e in reversed(src.entries):
+            if isinstance(e, Message) and e.branch is None and isinstance(e.extra.get("cwd"), str):
+                return {k: e.extra[k] for k in _COMMON if k in e.extra}
+    return {"userType": "external", "cwd": os.getcwd(), "version": DEFAULT_VERSION, "gitBranch": ""}
+
+
+def _session_id(t: Transcript, template: Mapping[str, Any]) -> str:
+    for src in _sources(t):
+        for e in src.entries:
+            if isinstance(e, ContextUpdate) and e.session_id:
+                return e.session_id
+        if src.session_id:
+            return src.session_id
+    sid = template.get("sessionId")
+    return sid if isinstance(sid, str) else str(uuid.uuid4())
+
+
+def _is_summary(m: object) -> bool:
+    return (
+        isinstance(m, Message)
+        and m.role == "user"
+        and (m.extra.get("ctxfold") == "summary" or m.extra.get("isCompactSummary") is True)
+    )
+
+
+# ------------------------------------------------------------------------------- content blocks
+
+
+def _plain_text(parts: Sequence[Any]) -> str | None:
+    """The text when ``parts`` is a single plain text part (written as a JSON string)."""
+    if len(parts) == 1 and isinstance(parts[0], TextPart) and not parts[0].extra:
+        return parts[0].text
+    return None
+
+
+def _media(p: MediaPart) -> dict[str, Any]:
+    kind = p.extra.get("type") or ("image" if p.mime_type.startswith("image/") else "document")
+    if p.data is not None:
+        source: dict[str, Any] = {"type": "base64", "media_type": p.mime_type, "data": p.data}
+    elif p.url is not None:
+        source = {"type": "url", "url": p.url}
+    else:
+        source = {"type": "text", "media_type": p.mime_type, "data": p.text or ""}
+    return {"type": kind, "source": source, **{k: v for k, v in p.extra.items() if k != "type"}}
+
+
+def _block(p: Part) -> dict[str, Any] | None:
+    """One Anthropic content block for a part (None for an opaque part that is not a block)."""
+    if isinstance(p, TextPart):
+        return {
+            "type": "text",
+            "text": p.text,
+            **{k: v for k, v in p.extra.items() if k not in ("type", "text")},
+        }
+    if isinstance(p, ThinkingPart):
+        if p.redacted:
+            return {"type": "redacted_thinking", "data": p.encrypted or "", **p.extra}
+        out: dict[str, Any] = {"type": "thinking", "thinking": p.text}
+        if p.signature is not None:
+            out["signature"] = p.signature
+        return {**out, **p.extra}
+    if isinstance(p, ToolCallPart):
+        args = p.arguments if p.arguments is not None else {}
+        return {"type": "tool_use", "id": p.id, "name": p.name, "input": args, **p.extra}
+    if isinstance(p, ToolResultPart):
+        out = {"type": "tool_result", "tool_use_id": p.call_id}
+        text = _plain_text(p.content)
+        if text is not None:
+            out["content"] = text
+        elif p.content:
+            out["content"] = [b for b in map(_block, p.content) if b is not None]
+        if p.is_error:
+            out["is_error"] = True
+        return {**out, **p.extra}
+    if isinstance(p, MediaPart):
+        return _media(p)
+    return p.data if isinstance(p, OpaquePart) and isinstance(p.data, dict) else None
+
+
+def _usage(u: Usage | None) -> dict[str, int]:
+    u = u or Usage(0)  # Claude Code's synthetic messages carry all-zero usage
+    fresh = max(u.prompt_tokens - u.cache_read_tokens - u.cache_write_tokens, 0)
+    return {
+        "input_tokens": fresh,
+        "cache_creation_input_tokens": u.cache_write_tokens,
+        "cache_read_input_tokens": u.cache_read_tokens,
+        "output_tokens": u.output_tokens,
+    }
+
+
+# ------------------------------------------------------------------------------------ writer
+
+
+class _Writer:
+    """Holds the chain: the previous line's uuid and timestamp, and where each tool_use went."""
+
+    def __init__(self, sid: str, template: dict[str, Any], first_ts: str | None) -> None:
+        self.sid = sid
+        self.template = {k: v for k, v in template.items() if k != "sessionId"}
+        self.prev: str | None = None
+        self.ts = first_ts or _now()
+        self.call_line: dict[str, str] = {}
+
+    def line(
+        self, kind: str, fields: Mapping[str, Any], ts: str | None, message: Any = None, root: bool = False
+    ) -> bytes:
+        uid = str(uuid.uuid4())
+        self.ts = ts or self.ts
+        d: dict[str, Any] = {"parentUuid": None if root else self.prev, "isSidechain": False}
+        if "cwd" not in fields:  # a line ctxfold made: the session's fields (Claude Code's keep their own)
+            d.update(self.template)
+        d.update((k, v) for k, v in fields.items() if k not in _SKIP)
+        d["sessionId"] = self.sid
+        d["type"] = kind
+        if message is not None:
+            d["message"] = message
+        d["uuid"] = uid
+        d["timestamp"] = self.ts
+        if root:
+            d["logicalParentUuid"] = self.prev
+        self.prev = uid
+        return orjson.dumps(d)
+
+    def user(self, m: Message, summary: bool = False) -> bytes:
+        fields = dict(m.extra)
+        if summary:
+            fields.update(isVisibleInTranscriptOnly=True, isCompactSummary=True)
+        if "sourceToolAssistantUUID" in fields:
+            owner = next((self.call_line.get(r.call_id) for r in m.tool_results), None)
+            if owner is None:
+                del fields["sourceToolAssistantUUID"]
+            else:
+                fields["sourceToolAssistantUUID"] = owner
+        text = _plain_text(m.parts)
+        content: Any = text if text is not None else [b for b in map(_block, m.parts) if b is not None]
+        more = m.extra.get("message")
+        message = {"role": "user", "content": content, **(more if isinstance(more, dict) else {})}
+        return self.line("user", fields, m.timestamp, message)
+
+    def assistant(self, m: Message) -> Iterator[bytes]:
+        raw = m.extra.get("message")
+        em: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+        if not em:  # a message Claude Code did not write: make the envelope it would have
+            em = {"model": m.model if m.usage is not None and m.model else SYNTHETIC, "type": "message",
+                  "stop_reason": None, "stop_sequence": None, "usage": _usage(m.usage)}  # fmt: skip
+        if not isinstance(em.get("id"), str):
+            em["id"] = f"msg_{uuid.uuid4().hex[:24]}"  # the blocks' lines are merged on message.id
+        head: dict[str, Any] = {k: em.pop(k) for k in ("model", "id", "type") if k in em}
+        blocks: list[list[dict[str, Any]]] = [[b] for b in map(_block, m.parts) if b is not None]
+        for content in blocks or [[]]:
+            message: dict[str, Any] = {**head, "role": "assistant", "content": content, **em}
+            out = self.line("assistant", m.extra, m.timestamp, message)
+            if content and content[0].get("type") == "tool_use":
+                self.call_line[content[0]["id"]] = self.prev or ""
+            yield out
+
+    def boundary(self, e: CompactionMarker) -> bytes:
+        fields: dict[str, Any] = dict(e.extra) if e.source == NAME else {}
+        if "compactMetadata" not in fields:
+            meta: dict[str, Any] = {"trigger": e.trigger if e.trigger in ("manual", "auto") else "manual"}
+            meta["preTokens"] = e.tokens_before or 0
+            if e.tokens_after is not None:
+                meta["postTokens"] = e.tokens_after
+            fields = {"subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
+                      "level": "info", "compactMetadata": meta}  # fmt: skip
+        return self.line("system", fields, e.timestamp, root=True)
+
+
+def _first_timestamp(t: Transcript) -> str | None:
+    for e in t.entries:
+        ts = getattr(e, "timestamp", None)
+        if isinstance(ts, str):
+            return ts
+    return None
+
+
+def _last_prompt(messages: Sequence[Message]) -> str | None:
+    """The newest typed user prompt, for the ``last-prompt`` line (what /resume lists)."""
+    for m in reversed(messages):
+        x = m.extra
+        if (
+            m.role != "user"
+            or m.tool_results
+            or x.get("isMeta")
+            or x.get("isCompactSummary")
+            or x.get("ctxfold")
+        ):
+            continue
+        if m.text.strip():
+            return m.text.strip()
+    return None
+
+
+def write(t: Transcript) -> Iterator[bytes]:
+    """The lines of a Claude Code session log for ``t`` (main chain only)."""
+    template = _template(t)
+    w = _Writer(_session_id(t, template), template, _first_timestamp(t))
+    entries = t.entries
+    main = [i for i, e in enumerate(entries) if isinstance(e, Message) and e.branch is None]
+    summary_at = -1
+    written: list[Message] = []
+    for i, e in enumerate(entries):
+        if isinstance(e, Message):
+            if e.branch is not None:
+                continue
+            written.append(e)
+            if e.role == "assistant":
+                yield from w.assistant(e)
+            else:  # Claude Code has no tool role: tool results travel in user lines
+                yield w.user(e, summary=i == summary_at)
+        elif isinstance(e, CompactionMarker):
+            yield w.boundary(e)
+            if e.source == NAME:
+                continue  # the isCompactSummary line Claude Code wrote follows with its own fields
+            nxt = next((j for j in main if j > i), None)
+            if nxt is not None and _is_summary(entries[nxt]):
+                summary_at = nxt
+            elif e.summary:
+                yield w.user(Message("user", (TextPart(e.summary),), timestamp=e.timestamp), summary=True)
+        elif (
+            isinstance(e, ApiError)
+            and e.extra.get("type") in ("assistant", "system")
+            and not e.extra.get("isSidechain")
+        ):
+            yield w.line(e.extra["type"], e.extra, e.timestamp, e.extra.get("message"))
+    prompt = _last_prompt(written)
+    major = str(template.get("version", "")).split(".")[0]
+    if prompt is not None and w.prev is not None and major.isdigit() and int(major) >= 2:
+        yield orjson.dumps(
+            {"type": "last-prompt", "lastPrompt": prompt, "leafUuid": w.prev, "sessionId": w.sid}
+        )

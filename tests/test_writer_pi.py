@@ -1,0 +1,282 @@
+"""The pi writer: round trips (version 1 files come back as version 3, as pi migrates them), a
+compacted session written the way pi records its own compaction, and the check rules.
+
+"pi can resume from it" is checked structurally (pi itself cannot run here): the file passes
+``ctxfold validate`` (session header first, unique ids, every ``parentId`` an earlier entry so pi's
+walk back from the last entry reaches the header, compaction entries with a summary, a
+``tokensBefore`` and a ``firstKeptEntryId`` on the path before them), every entry has a key set
+that pi's own version 3 entries have (fixtures/pi/v3-tree.jsonl and pi's SessionEntry types), and
+the context pi would build (summary, kept entries, entries after) is the compacted context. Real
+pi logs hold tool calls the user interrupted (pi answers them itself when it builds a request):
+a round trip reproduces those and breaks no other rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES
+from tool_log_writing import (
+    REQUEST,
+    SUMMARY,
+    TOKENS_BEFORE,
+    assert_compact,
+    compacted,
+    files,
+    foreign,
+    ids,
+    parts_of,
+    same_violations,
+    violations,
+    write_file,
+)
+
+from ctxfold.core.errors import LineError
+from ctxfold.core.formats import loader, registry
+from ctxfold.core.formats import pi_writer as W
+from ctxfold.core.formats.jsonl import iter_lines
+from ctxfold.core.transcript.context import current_context
+from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
+
+FILES = files("pi")
+# Entry keys pi itself writes (version 3), per entry type.
+ENTRY_KEYS = {
+    "message": {"type", "id", "parentId", "timestamp", "message"},
+    "model_change": {"type", "id", "parentId", "timestamp", "provider", "modelId"},
+    "thinking_level_change": {"type", "id", "parentId", "timestamp", "thinkingLevel"},
+    "compaction": {"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId", "tokensBefore", "details",
+                   "fromHook"},
+    "branch_summary": {"type", "id", "parentId", "timestamp", "fromId", "summary", "details", "fromHook"},
+    "custom_message": {"type", "id", "parentId", "timestamp", "customType", "content", "details", "display"},
+}  # fmt: skip
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [line.data for line in iter_lines(path) if not isinstance(line, LineError)]
+
+
+def _strip(e: Entry) -> Entry:
+    """Without what the writer rebuilds: ids (version 1 had none), parentId, the v1 pointer."""
+    if isinstance(e, (Message, CompactionMarker)):
+        drop = {"parentId", "firstKeptEntryIndex"}
+        e = dataclasses.replace(e, id=None, extra={k: v for k, v in e.extra.items() if k not in drop})
+    if isinstance(e, CompactionMarker):
+        e = dataclasses.replace(e, first_kept_id=None)
+    return e
+
+
+def _assert_chain(rows: list[dict[str, Any]]) -> None:
+    assert rows[0]["type"] == "session" and rows[0]["version"] == 3
+    prev = None
+    for d in rows[1:]:
+        assert d["parentId"] == prev and isinstance(d["id"], str) and d["id"]
+        assert set(d) <= ENTRY_KEYS[d["type"]], d["type"]
+        prev = d["id"]
+    assert len({d["id"] for d in rows[1:]}) == len(rows) - 1
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_round_trip(path: Path, tmp_path: Path) -> None:
+    t = loader.load(path, fmt="pi")
+    out = tmp_path / "out.jsonl"
+    lines = write_file(W, t, out)
+    assert_compact(lines)
+    same_violations(out, path, "pi")
+    rows = [orjson.loads(line) for line in lines]
+    assert registry.detect(rows[:25])[0] == "pi"
+    _assert_chain(rows)
+    t2 = loader.load(out, fmt="pi")
+
+    body, body2 = ([e for e in x.entries if not isinstance(e, ContextUpdate)] for x in (t, t2))
+    assert [_strip(e) for e in body] == [_strip(e) for e in body2]
+    # Real ids are kept; version 1 entries (read as "#<index>") get fresh ones.
+    assert all(a.id == b.id for a, b in zip(body, body2, strict=True) if a.id and not a.id.startswith("#"))
+    # A compaction still points at the same entry it kept first.
+    position = {e.id: i for i, e in enumerate(body)}
+    position2 = {e.id: i for i, e in enumerate(body2)}
+    for a, b in zip(body, body2, strict=True):
+        if isinstance(a, CompactionMarker) and a.first_kept_id in position:
+            assert position2[b.first_kept_id] == position[a.first_kept_id]
+    # Header and settings entries come back; only the version and the linkage change.
+    cus, cus2 = ([e for e in x.entries if isinstance(e, ContextUpdate)] for x in (t, t2))
+    link = {"version", "id", "parentId"}
+    assert [
+        dataclasses.replace(c, extra={k: v for k, v in c.extra.items() if k not in link}) for c in cus
+    ] == [dataclasses.replace(c, extra={k: v for k, v in c.extra.items() if k not in link}) for c in cus2]
+
+
+def _is_prompt(m: Message) -> bool:
+    return m.role == "user" and "message" in m.extra and not m.extra["message"].get("role")
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_compacted(path: Path, tmp_path: Path) -> None:
+    t = loader.load(path, fmt="pi")
+    ct, tail = compacted(t, "pi", _is_prompt)
+    out = tmp_path / "compacted.jsonl"
+    lines = write_file(W, ct, out)
+    assert_compact(lines)
+    assert violations(out, "pi") == []
+    rows = [orjson.loads(line) for line in lines]
+    assert registry.detect(rows[:25])[0] == "pi"
+    _assert_chain(rows)
+
+    # pi's layout: the kept entries (continuation, then the tail), then the compaction entry
+    # naming the first of them. ctxfold's own summary message is not written: pi wraps the
+    # summary from the compaction entry itself.
+    comp = rows[-1]
+    assert (
+        comp["type"] == "compaction" and comp["summary"] == SUMMARY and comp["tokensBefore"] == TOKENS_BEFORE
+    )
+    first = next(d for d in rows[1:] if d["id"] == comp["firstKeptEntryId"])
+    assert REQUEST in first["message"]["content"][0]["text"]
+    assert not any("[Previous conversation summary]" in line.decode() for line in lines)
+
+    t2 = loader.load(out, fmt="pi")
+    ctx = current_context(t2.entries).messages
+    assert ctx[0].text == SUMMARY and REQUEST in ctx[1].text
+    assert [_strip(m) for m in ctx[2:]] == [_strip(m) for m in tail]
+
+
+def test_the_v3_fixture_keeps_its_ids(tmp_path: Path) -> None:
+    path = FIXTURES / "pi" / "v3-tree.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, loader.load(path, fmt="pi"), tmp_path / "o.jsonl")]
+    # The entries that reach the model (not extension state, labels, "!!" commands, unknown
+    # roles or types), in file order, keep their ids; the tree becomes one chain.
+    sent = [
+        d["id"]
+        for d in _rows(path)[1:]
+        if d["type"] in ENTRY_KEYS
+        and not d.get("message", {}).get("excludeFromContext")
+        and d.get("message", {}).get("role", "user") != "futureRole"
+    ]
+    assert [d["id"] for d in rows[1:]] == sent
+    comp = next(d for d in rows if d["type"] == "compaction")
+    assert comp["firstKeptEntryId"] == "a3" and comp["details"] == {
+        "readFiles": ["a.py"],
+        "modifiedFiles": [],
+    }
+
+
+def test_write_streams() -> None:
+    assert inspect.isgenerator(W.write(Transcript("pi", ())))
+
+
+# ------------------------------------------------------------------------------ check rules
+
+HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/p"}
+
+
+def _msg(eid: str, parent: str | None, role: str = "user", **message: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"role": role, "content": [{"type": "text", "text": "hi"}], "timestamp": 1}
+    body.update(message)
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": "2026-01-01T00:00:01Z",
+        "message": body,
+    }
+
+
+def _good() -> list[dict[str, Any]]:
+    call = [{"type": "toolCall", "id": "t1", "name": "read", "arguments": {}}]
+    return [
+        dict(HEADER),
+        _msg("e1", None),
+        _msg("e2", "e1", "assistant", content=call),
+        _msg("e3", "e2", "toolResult", toolCallId="t1", toolName="read", isError=False),
+    ]
+
+
+def _compaction(eid: str, parent: str, **kw: Any) -> dict[str, Any]:
+    d = {"type": "compaction", "id": eid, "parentId": parent, "timestamp": "2026-01-01T00:00:02Z",
+         "summary": "s", "firstKeptEntryId": "e2", "tokensBefore": 10}  # fmt: skip
+    d.update(kw)
+    return d
+
+
+def _case(name: str) -> tuple[list[dict[str, Any]], int, str]:
+    rows = _good()
+    if name == "header":
+        rows[0] = {"type": "session", "id": "s1"}
+        return rows, 1, "session header"
+    if name == "not first":
+        return rows[1:], 1, "starts with its session header"
+    if name == "entry id":
+        del rows[2]["id"]
+        return rows, 3, "string id"
+    if name == "duplicate id":
+        rows[2]["id"] = "e1"
+        return rows, 3, "duplicate entry id"
+    if name == "missing parent":
+        rows[2]["parentId"] = "zz"
+        return rows, 3, "names no earlier entry"
+    if name == "orphan tool result":
+        rows[3]["message"]["toolCallId"] = "t9"
+        return rows, 4, "answers no toolCall"
+    if name == "first kept off the path":
+        return [*rows, _compaction("c1", "e3", firstKeptEntryId="nope")], 5, "not an entry on the path"
+    if name == "compaction summary":
+        return [*rows, _compaction("c1", "e3", summary=None)], 5, "string 'summary'"
+    if name == "compaction tokens":
+        return [*rows, _compaction("c1", "e3", tokensBefore="many")], 5, "tokensBefore"
+    if name == "v1 first kept index":
+        v1 = [{k: v for k, v in d.items() if k not in ("id", "parentId", "version")} for d in rows]
+        comp = {
+            k: v for k, v in _compaction("c", "x").items() if k not in ("id", "parentId", "firstKeptEntryId")
+        }
+        return [*v1, {**comp, "firstKeptEntryIndex": 7}], 5, "firstKeptEntryIndex"
+    raise AssertionError(name)
+
+
+CASES = [
+    "header",
+    "not first",
+    "entry id",
+    "duplicate id",
+    "missing parent",
+    "orphan tool result",
+    "first kept off the path",
+    "compaction summary",
+    "compaction tokens",
+    "v1 first kept index",
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_check_finds(name: str, tmp_path: Path) -> None:
+    rows, line, fragment = _case(name)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
+    found = violations(path, "pi")
+    assert [n for n, msg in found if fragment in msg] == [line], found
+
+
+def test_good_hand_made_file_passes(tmp_path: Path) -> None:
+    rows = [*_good(), _compaction("c1", "e3"), _msg("e4", "c1")]
+    path = tmp_path / "good.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
+    assert violations(path, "pi") == []
+
+
+@pytest.mark.parametrize("tool_role", ["tool", "user"])
+def test_foreign_transcript(tool_role: str, tmp_path: Path) -> None:
+    """Messages pi did not write get pi's message fields; a tool result (also one held in an
+    Anthropic-style user message) becomes a toolResult message named after its tool."""
+    t = foreign(tool_role)
+    out = tmp_path / "f.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, t, out)]
+    assert violations(out, "pi") == []
+    _assert_chain(rows)
+    t2 = loader.load(out, fmt="pi")
+    assert parts_of(t2) == parts_of(foreign("tool"))
+    result = next(m for m in t2.messages if m.role == "tool").tool_results[0]
+    assert result.name == "Read"
+    asked = next(m for m in t2.messages if m.usage is not None)
+    assert (asked.usage.prompt_tokens, asked.model) == (1200, "claude-x")
