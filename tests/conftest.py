@@ -12,7 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 REAL = Path(os.environ.get("CTXFOLD_REAL_FIXTURES", ROOT.parent / "shared" / "fixtures-real"))
 
-_SECRET_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "CTXFOLD_CONFIG")
+_SECRET_VARS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "CTXFOLD_CONFIG",
+)
 
 
 def real_files() -> list[Path]:

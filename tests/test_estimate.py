@@ -160,7 +160,9 @@ def test_unknown_model_warns_on_stderr(tmp_path: Path) -> None:
     bare.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
     result = runner.invoke(app, ["estimate", "--model", "my-local-llm", str(bare)])
     assert "128,000-token window" in result.stderr
-    doc = orjson.loads(runner.invoke(app, ["estimate", "--json", "--model", "my-local-llm", str(bare)]).stdout)
+    doc = orjson.loads(
+        runner.invoke(app, ["estimate", "--json", "--model", "my-local-llm", str(bare)]).stdout
+    )
     assert doc["files"][0]["window"] == 128_000 and doc["files"][0]["window_source"] == "default"
 
 

@@ -53,7 +53,17 @@ def detect(objs: Sequence[Any]) -> tuple[str, int]:
 # ctxfold native, which keeps everything, with a note saying so.
 WRITERS: dict[str, str] = {
     name: f"{FORMATS[name]}_writer"
-    for name in ("ctxfold", "claude-code", "codex", "pi", "litellm", "openai-chat", "openai-responses", "anthropic", "genai")
+    for name in (
+        "ctxfold",
+        "claude-code",
+        "codex",
+        "pi",
+        "litellm",
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "genai",
+    )
 }
 WRITERS["ctxfold"] = f"{_PKG}.native_writer"
 
