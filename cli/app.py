@@ -287,7 +287,6 @@ def compact(
     from ctxfold.core.providers.registry import make_summarizer
     from ctxfold.core.settings import effective
     from ctxfold.core.strategies.base import get_strategy
-    from ctxfold.core.tokens.models import resolve
 
     config = load_config()
     flags = {
@@ -316,7 +315,7 @@ def compact(
     result = compact_file(
         file,
         summarizer,
-        summarizer_window=summarizer.window or resolve("claude-haiku-4-5").window,
+        summarizer_window=summarizer.window,
         provider_label=conf["provider"],
         options=CompactOptions(
             strategy=conf["strategy"],

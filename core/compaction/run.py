@@ -36,6 +36,7 @@ from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry
 from ctxfold.core.transcript.repair import repair_pairs
 
 MIN_SHRINK = 0.10
+UNLIMITED = 10**12  # a summarizer with no window (offline) reads the whole conversation
 
 
 class ChangedPrefixError(CtxfoldError):
@@ -89,7 +90,7 @@ def compact_file(
     path: str,
     summarizer: Summarizer,
     *,
-    summarizer_window: int,
+    summarizer_window: int | None,
     provider_label: str,
     options: CompactOptions | None = None,
     config: Config | None = None,
@@ -110,7 +111,7 @@ def compact_file(
         config=config,
     )
     policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
-    counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider)
+    counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
 
     start = _check_prefix(transcript, state, opts.force) if state else 0
     ctx = current_context(transcript.entries, start)
@@ -123,7 +124,8 @@ def compact_file(
     def estimate_of(msgs: Sequence[Message]) -> int:
         return fixed + sum(c.total for c in counter.count_messages(list(msgs)))
 
-    before_est = estimate_of(messages)
+    # the estimate already counted exactly this context unless a state file's summary heads it
+    before_est = estimate_of(messages) if incremental else est.context_tokens
     prior = _prior(est, opts.use_profile)
     cal = make_calibrator(opts.calibration, prior, est.model.tokenizer)
     if incremental and state is not None:
@@ -168,7 +170,7 @@ def compact_file(
             policy=policy,
             predict=predict,
             summarizer=summarizer,
-            summarizer_window=summarizer_window,
+            summarizer_window=summarizer_window or UNLIMITED,
             budget_tokens=fit_budget(cal, policy, fixed, before_est - fixed),
             instructions=opts.instructions,
             keep_observations=opts.keep_observations,

@@ -126,6 +126,7 @@ class ContextGuard:
         self._forced = False
         self.compactions = 0
         self._cache: dict[int, tuple[Message, int]] = {}
+        self._summary: tuple[str, Message] | None = None
 
     # ------------------------------------------------------------------------ counting
 
@@ -164,7 +165,9 @@ class ContextGuard:
         summary, mark = self.state.summary, self.state.watermark
         if summary is None or mark <= 0 or mark > len(events):
             return list(events)
-        return [summary_message(summary), *events[mark:]]
+        if self._summary is None or self._summary[0] != summary:
+            self._summary = (summary, summary_message(summary))  # one object: counted once
+        return [self._summary[1], *events[mark:]]
 
     def before_request(
         self,

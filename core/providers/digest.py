@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxfold.core.providers.base import SummaryRequest
-from ctxfold.core.providers.facts import Facts, gather
+from ctxfold.core.providers.facts import Facts, gather, recorded_summary
 from ctxfold.core.providers.render import SECTIONS, clip
 from ctxfold.core.providers.todos import current_todos, todos_from_summary
 from ctxfold.core.tokens.tokenizers import Tokenizer, get_tokenizer
@@ -64,7 +64,8 @@ def _previous(summary: str | None) -> list[_Line]:
 
 
 def _lines(request: SummaryRequest, facts: Facts) -> list[_Line]:
-    out = _previous(request.previous_summary)
+    # a summary ctxfold wrote, else the one the recording tool left at the head of the context
+    out = _previous(request.previous_summary or recorded_summary(request.messages))
     newest = facts.requests[-1] if facts.requests else None
     if newest:
         out.append(_Line(STATE, "Current user request (verbatim)", newest[1], PROTECTED, block=True))
@@ -162,9 +163,11 @@ def digest(request: SummaryRequest, *, tokenizer: Tokenizer | None = None) -> st
     )
     lines = _lines(request, facts) + _next_steps(request, facts, todo_lines)
     budget = max(1, request.budget_tokens)
-    for ln in lines:  # the last reply may take a quarter of the budget, not crowd out the facts
+    for ln in lines:  # the last reply may take a quarter of the budget, the newest request half
         if ln.group == "Last assistant message":
             ln.text = _clip_tokens(ln.text, max(20, budget // 4), tok)
+        elif ln.group.startswith("Current user request"):  # in full unless it would crowd out the rest
+            ln.text = _clip_tokens(ln.text, max(20, budget // 2), tok)
     costs = tok.count_batch([ln.text for ln in lines]) if lines else []
     order = sorted(range(len(lines)), key=lambda k: (lines[k].age, k))
     fixed = tok.count(_render([], todo_lines)) + 4 * len({(ln.section, ln.group) for ln in lines})

@@ -51,12 +51,30 @@ def _args(call: ToolCallPart) -> Any:
     return call.arguments
 
 
+HARNESS_ROLES = ("bashExecution", "custom", "hookMessage", "branchSummary", "compactionSummary")
+
+
+def recorded_summary(messages: Sequence[Message]) -> str | None:
+    """The summary a recording tool left at the head of the context (Claude Code's
+    isCompactSummary line, pi's or Codex's compaction summary), if any."""
+    for m in messages[:2]:
+        inner = m.extra.get("message")
+        pi_summary = isinstance(inner, dict) and inner.get("role") == "compactionSummary"
+        if m.extra.get("isCompactSummary") or m.extra.get("ctxfold") == "recorded-summary" or pi_summary:
+            text = "\n".join(p.text for p in m.parts if isinstance(p, TextPart)).strip()
+            return text or None
+    return None
+
+
 def request_text(m: Message) -> str | None:
     """The text a person typed, or None for tool results, harness notes and ctxfold's own messages."""
     if m.role != "user" or m.branch is not None or m.tool_results:
         return None
     if any(m.extra.get(k) for k in ("ctxfold", "isMeta", "isCompactSummary", "origin")):
         return None
+    inner = m.extra.get("message")
+    if isinstance(inner, dict) and inner.get("role") in HARNESS_ROLES:
+        return None  # pi's "!command" output and extension messages: not something a person asked
     parts = [p.text.strip() for p in m.parts if isinstance(p, TextPart) and p.text.strip()]
     parts = [t for t in parts if _TAGGED.sub("", t).strip() and not t.startswith(_HARNESS_PREFIXES)]
     text = "\n".join(parts).strip()

@@ -108,16 +108,29 @@ def _preview(msg: Message) -> str:
 class Counter:
     """Counts messages, system prompts and tool definitions for one provider and tokenizer."""
 
-    def __init__(self, tokenizer: Tokenizer, provider: str = "other") -> None:
+    def __init__(self, tokenizer: Tokenizer, provider: str = "other", *, memo: bool = False) -> None:
         self.tokenizer = tokenizer
         self.provider = provider if provider in FRAMING else "other"
         self.framing = FRAMING[self.provider]
+        # With ``memo`` a message object is counted once (it is kept alive so its id stays
+        # unique): for in-memory work that counts the same messages several times (compact).
+        self._memo: dict[int, tuple[Message, MessageCount]] | None = {} if memo else None
 
     # ---------------------------------------------------------------- messages, batched
 
     def count_messages(self, messages: Sequence[Message]) -> list[MessageCount]:
-        batch = self.prepare(messages)
-        return self.finish(batch, self.tokenizer.count_batch(batch.texts))
+        memo = self._memo
+        if memo is None:
+            batch = self.prepare(messages)
+            return self.finish(batch, self.tokenizer.count_batch(batch.texts))
+        missing = [m for m in messages if memo.get(id(m), (None,))[0] is not m]
+        if missing:
+            batch = self.prepare(missing)
+            for m, mc in zip(
+                missing, self.finish(batch, self.tokenizer.count_batch(batch.texts)), strict=True
+            ):
+                memo[id(m)] = (m, mc)
+        return [memo[id(m)][1] for m in messages]
 
     def prepare(self, messages: Sequence[Message]) -> Batch:
         """Everything but tokenizing: the texts to count and the fixed counts per message."""
