@@ -12,12 +12,14 @@ from conftest import FIXTURES, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.compaction.statefile import SCHEMA, load_state
+from ctxfold.core.compaction.statefile import SCHEMA, load_state, prefix_sha256
 from ctxfold.core.formats.loader import load
 from ctxfold.core.formats.registry import WRITERS
 from ctxfold.core.formats.validate import validate
 from ctxfold.core.strategies.summary import SUMMARY_OPEN
 from ctxfold.core.tokens.estimate import estimate_file
+from ctxfold.core.transcript.context import current_context
+from ctxfold.core.transcript.model import CompactionMarker, ContextReset
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
@@ -267,3 +269,43 @@ def test_every_real_session(tmp_path: Path, path: Path, strategy: str) -> None:
     assert state is not None and state.watermark == len(load(src).entries)
     code, out, _ = run(str(src), *args)
     assert code == 0 and "up to date" in out  # a second run is a no-op
+
+
+@pytest.mark.parametrize("path", real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_appended_real_session_folds_only_the_new_part(tmp_path: Path, path: Path) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    src = tmp_path / path.name
+    src.write_bytes(b"".join(lines[: max(1, len(lines) // 2)]))
+    code, out, err = run(str(src), "--dry-run", "--force", "--no-profile", "--json")
+    assert code == 0, err
+    window = int(orjson.loads(out)["tokens_before"] * 1.02)
+    args = ("--window", str(window), "--buffer", "5%", "--no-profile")
+    code, out, err = run(str(src), *args, "--json")
+    if code == 1 and ("cannot fit" in err or "10% reduction" in err):
+        return  # the first half shows almost nothing of what was counted (see test_every_real_session)
+    assert code == 0, err
+    first = load_state(outputs(src)[2])
+    assert first is not None
+    src.write_bytes(b"".join(lines))  # the session went on: the file grew
+    entries = load(src).entries
+    code, out, err = run(str(src), *args, "--force", "--json")
+    assert code == 0 or "10% reduction" in err, err
+    if code == 1:
+        return
+    doc = orjson.loads(out)
+    wm = first.watermark
+    if any(isinstance(e, (CompactionMarker, ContextReset)) for e in entries[wm:]):
+        # the tool compacted (or a new conversation began) after our summary: its own context wins
+        assert doc["incremental"] is False
+        assert doc["messages_before"] == len(current_context(entries).messages)
+        return
+    assert doc["incremental"] is True
+    # only what came after the watermark is folded, behind the previous summary; one entry
+    # earlier when the last summarized entry was a response still being written
+    start = wm if prefix_sha256(entries[:wm]) == first.prefix_sha256 else wm - 1
+    if start != wm:
+        assert prefix_sha256(entries[:start]) == first.head_sha256
+    assert doc["messages_before"] == 1 + len(current_context(entries, start).messages)
+    second = load_state(outputs(src)[2])
+    assert second is not None and second.watermark == len(entries) and len(second.passes) == 2
+    assert validate(str(outputs(src)[0])).ok

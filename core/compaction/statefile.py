@@ -2,7 +2,8 @@
 
 It is what makes a second run fold only what is new: which source it belongs to, how many of
 its entries the summary covers (the watermark) and a sha256 of those entries in ctxfold's
-canonical JSON, so a file that was rewritten rather than appended is detected. It also keeps
+canonical JSON, so a file that was rewritten rather than appended is detected (the last covered
+entry may differ: a response that was still being written when the summary was made). It also keeps
 the numbers behind the decision (tokens before and after, last real and estimated counts,
 calibration) and a ledger of every pass. Documented in README ("State file").
 """
@@ -55,7 +56,8 @@ class State:
     source_format: str
     session_id: str | None
     watermark: int  # entries of the source covered by the summary
-    prefix_sha256: str
+    prefix_sha256: str  # of those entries
+    head_sha256: str  # of all but the last of them (the last may still have been growing)
     summary: str
     tokens_at_summarization: int
     tokens_after: int

@@ -40,6 +40,15 @@ def _json_name(kind: str, field_name: str) -> str:
     return f"{kind}_type" if field_name == "type" else field_name
 
 
+_PARTS = {"text", "thinking", "tool_call", "tool_result", "media", "opaque"}
+_ALLOWED: dict[str, set[str]] = {
+    "parts": _PARTS,
+    "content": {"text", "media", "opaque"},
+    "replacement": {"message"},
+    "tools": {"tool_def"},
+    "usage": {"usage"},
+}
+
 # Fields that hold nested model values, and whether they are tuples of them.
 _NESTED: dict[str, bool] = {
     "parts": True,
@@ -69,6 +78,8 @@ def encode(value: Any) -> dict[str, Any]:
 def decode(data: Mapping[str, Any]) -> Any:
     """Build a model value from its JSON form. Raises KeyError/TypeError/ValueError on junk;
     the native reader turns those into line errors."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"expected an object, got {type(data).__name__}")
     kind = data.get("type")
     cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -82,12 +93,17 @@ def decode(data: Mapping[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for key, v in data.items():
         if key in _NESTED and v is not None:
+            allowed = _ALLOWED[key]
             if _NESTED[key]:
                 if not isinstance(v, list):
                     raise TypeError(f"{key!r} should be a list")
                 v = tuple(decode(x) for x in v)
             else:
-                v = decode(v)
+                v = (decode(v),)
+            wrong = [x.kind for x in v if x.kind not in allowed]
+            if wrong:
+                raise ValueError(f"{key!r} cannot hold {wrong[0]!r} (allowed: {', '.join(sorted(allowed))})")
+            v = v if _NESTED[key] else v[0]
         elif key == "system" and v is not None:
             v = tuple(v)
         elif key == "parameters" and v is not None and not isinstance(v, Mapping):

@@ -1,0 +1,39 @@
+"""Options shared by several commands (typer ``Annotated`` aliases)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+Files = Annotated[
+    list[str], typer.Argument(help="Transcript files, directories (*.jsonl inside) or - for stdin.")
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Model name (default: the one the log names).")
+]
+TokenizerOpt = Annotated[
+    str | None, typer.Option("--tokenizer", "-t", help="o200k, cl100k or heuristic (default: the model's).")
+]
+WindowOpt = Annotated[
+    int | None, typer.Option("--window", min=1, help="Context window in tokens (overrides all).")
+]
+FormatOpt = Annotated[str | None, typer.Option("--format", "-f", help="Input format (default: detected).")]
+SkipOpt = Annotated[
+    bool, typer.Option("--skip-invalid", help="Report and skip bad lines instead of failing.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
+CalibrationOpt = Annotated[
+    str | None,
+    typer.Option("--calibration", "-c", help="growth (default), affine or seed (the reference rule, len/4)."),
+]
+BufferOpt = Annotated[
+    str | None, typer.Option("--buffer", help="Buffer in tokens or percent (default: the seeds' rule).")
+]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Use this as the window for the rule (seeds' WithMaxTokens)."),
+]
+NoProfileOpt = Annotated[
+    bool, typer.Option("--no-profile", help="Ignore (and do not update) the learned profile.")
+]
