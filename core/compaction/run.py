@@ -206,7 +206,11 @@ def _check_prefix(t: Transcript, state: State, force: bool) -> int:
     wm = state.watermark
     if wm <= len(t.entries) and prefix_sha256(t.entries[:wm]) == state.prefix_sha256:
         return wm
-    if 0 < wm <= len(t.entries) and state.head_sha256 and prefix_sha256(t.entries[: wm - 1]) == state.head_sha256:
+    if (
+        0 < wm <= len(t.entries)
+        and state.head_sha256
+        and prefix_sha256(t.entries[: wm - 1]) == state.head_sha256
+    ):
         # only the last summarized entry changed: a response that was still being written (a
         # Claude Code message grows line by line). It is folded again with what came after it.
         return wm - 1
