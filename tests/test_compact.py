@@ -12,7 +12,7 @@ from conftest import FIXTURES, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.compaction.statefile import SCHEMA, load_state, prefix_sha256
+from ctxfold.core.compaction.statefile import SCHEMA, entry_sha256, load_state
 from ctxfold.core.formats.loader import load
 from ctxfold.core.formats.registry import WRITERS
 from ctxfold.core.formats.validate import validate
@@ -140,7 +140,7 @@ def test_rewritten_prefix_is_refused_unless_forced(tmp_path: Path) -> None:
     assert b"THOUSANDS" in lines[1]
     src.write_bytes(b"\n".join(lines) + b"\n")
     code, _, err = run(str(src))
-    assert code == 1 and "no longer match" in err and "--force" in err
+    assert code == 1 and "no longer match" in err and "--force" in err and "rewritten" in err
     assert run(str(src), "--force")[0] == 0
 
 
@@ -302,9 +302,7 @@ def test_appended_real_session_folds_only_the_new_part(tmp_path: Path, path: Pat
     assert doc["incremental"] is True
     # only what came after the watermark is folded, behind the previous summary; one entry
     # earlier when the last summarized entry was a response still being written
-    start = wm if prefix_sha256(entries[:wm]) == first.prefix_sha256 else wm - 1
-    if start != wm:
-        assert prefix_sha256(entries[:start]) == first.head_sha256
+    start = wm if entry_sha256(entries[wm - 1]) == first.last_entry_sha256 else wm - 1
     assert doc["messages_before"] == 1 + len(current_context(entries, start).messages)
     second = load_state(outputs(src)[2])
     assert second is not None and second.watermark == len(entries) and len(second.passes) == 2

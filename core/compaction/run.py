@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxfold.core.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
-from ctxfold.core.compaction.statefile import Pass, State, load_state, now, prefix_sha256
+from ctxfold.core.compaction.statefile import Pass, State, entry_sha256, file_hashes, load_state, now
 from ctxfold.core.config import Config
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, PROVIDER_RATIO, Prior, make_calibrator
 from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
@@ -27,7 +27,7 @@ from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import load
 from ctxfold.core.providers.base import Summarizer, SummaryResult
 from ctxfold.core.strategies.base import StrategyInput, get_strategy
-from ctxfold.core.strategies.summary import summary_message
+from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, summary_message
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_entries
 from ctxfold.core.tokens.tokenizers import get_tokenizer
@@ -36,7 +36,6 @@ from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry
 from ctxfold.core.transcript.repair import repair_pairs
 
 MIN_SHRINK = 0.10
-UNLIMITED = 10**12  # a summarizer with no window (offline) reads the whole conversation
 
 
 class ChangedPrefixError(CtxfoldError):
@@ -113,7 +112,7 @@ def compact_file(
     policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
     counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
 
-    start = _check_prefix(transcript, state, opts.force) if state else 0
+    start, digest = _check_prefix(transcript, state, opts.force) if state and path != "-" else (0, None)
     ctx = current_context(transcript.entries, start)
     messages = list(ctx.messages)
     incremental = state is not None and start > 0 and ctx.start == start
@@ -170,7 +169,7 @@ def compact_file(
             policy=policy,
             predict=predict,
             summarizer=summarizer,
-            summarizer_window=summarizer_window or UNLIMITED,
+            summarizer_window=summarizer_window or UNLIMITED_WINDOW,
             budget_tokens=fit_budget(cal, policy, fixed, before_est - fixed),
             instructions=opts.instructions,
             keep_observations=opts.keep_observations,
@@ -194,31 +193,28 @@ def compact_file(
     result.tokens_after, result.estimate_after, result.messages_after = after, after_est, len(final)
     result.summary, result.notes = out.summary, [*out.notes, *repairs]
     summary_text = out.summary.text if out.summary else (state.summary if state else "")
+    if digest is None:
+        digest = ("", 0) if path == "-" else file_hashes(path)[1:]  # stdin: nothing to compare later
     new_state = _new_state(
-        transcript, state, result, summary_text, est, cal.prior, provider_label, strategy.name
+        transcript, state, result, summary_text, est, cal.prior, digest, provider_label, strategy.name
     )
     compacted = _compacted_transcript(transcript, ctx, final, result, out.summary is not None)
     result.outputs = write_outputs(outs, compacted, new_state, force=opts.force or state is not None)
     return result
 
 
-def _check_prefix(t: Transcript, state: State, force: bool) -> int:
+def _check_prefix(t: Transcript, state: State, force: bool) -> tuple[int, tuple[str, int]]:
+    """Where the new part starts, and (sha256, size) of the whole file as it is now."""
+    prefix, whole, size = file_hashes(str(t.path), state.prefix_bytes)
     wm = state.watermark
-    if wm <= len(t.entries) and prefix_sha256(t.entries[:wm]) == state.prefix_sha256:
-        return wm
-    if (
-        0 < wm <= len(t.entries)
-        and state.head_sha256
-        and prefix_sha256(t.entries[: wm - 1]) == state.head_sha256
-    ):
-        # only the last summarized entry changed: a response that was still being written (a
-        # Claude Code message grows line by line). It is folded again with what came after it.
-        return wm - 1
+    if prefix == state.prefix_sha256 and size >= state.prefix_bytes and 0 < wm <= len(t.entries):
+        same_last = entry_sha256(t.entries[wm - 1]) == state.last_entry_sha256
+        return (wm if same_last else wm - 1), (whole, size)
     if force:
-        return 0
+        return 0, (whole, size)
     raise ChangedPrefixError(
-        f"{t.path}: the first {wm:,} entries no longer match the state file's summary (the file was rewritten, "
-        "not appended); pass --force to start over"
+        f"{t.path}: its first {state.prefix_bytes:,} bytes no longer match the state file's summary (the "
+        "file was rewritten, not appended); pass --force to start over"
     )
 
 
@@ -242,6 +238,7 @@ def _new_state(
     summary: str,
     est: FileEstimate,
     prior: Prior,
+    digest: tuple[str, int],
     provider: str,
     strategy: str,
 ) -> State:
@@ -249,13 +246,15 @@ def _new_state(
     usage = dict(r.summary.usage) if r.summary else {}
     model = r.summary.model if r.summary else None
     wm = len(t.entries)
+    full, size = digest
     state = State(
         source_name=Path(t.path or "-").name,
         source_format=t.source_format,
         session_id=t.session_id,
         watermark=wm,
-        prefix_sha256=prefix_sha256(t.entries),
-        head_sha256=prefix_sha256(t.entries[:-1]),
+        prefix_bytes=size,
+        prefix_sha256=full,
+        last_entry_sha256=entry_sha256(t.entries[-1]) if t.entries else "",
         summary=summary,
         tokens_at_summarization=r.tokens_before,
         tokens_after=r.tokens_after or 0,

@@ -1,9 +1,9 @@
 """The watermark state file ``NAME.ctxfold.json`` (schema ``ctxfold-state``, version 1).
 
 It is what makes a second run fold only what is new: which source it belongs to, how many of
-its entries the summary covers (the watermark) and a sha256 of those entries in ctxfold's
-canonical JSON, so a file that was rewritten rather than appended is detected (the last covered
-entry may differ: a response that was still being written when the summary was made). It also keeps
+its entries the summary covers (the watermark), and the sha256 of the file's bytes at that time,
+so a file that was rewritten rather than appended is detected. The last covered entry is hashed
+too: a response still being written (a Claude Code message grows line by line) is folded again. It also keeps
 the numbers behind the decision (tokens before and after, last real and estimated counts,
 calibration) and a ledger of every pass. Documented in README ("State file").
 """
@@ -11,7 +11,6 @@ calibration) and a ledger of every pass. Documented in README ("State file").
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,12 +30,30 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def prefix_sha256(entries: Iterable[Entry]) -> str:
-    h = hashlib.sha256()
-    for e in entries:
-        h.update(orjson.dumps(codec.encode(e), option=orjson.OPT_SORT_KEYS, default=str))
-        h.update(b"\n")
-    return h.hexdigest()
+def entry_sha256(entry: Entry) -> str:
+    """sha256 of one entry in ctxfold's canonical JSON (format-independent)."""
+    return hashlib.sha256(
+        orjson.dumps(codec.encode(entry), option=orjson.OPT_SORT_KEYS, default=str)
+    ).hexdigest()
+
+
+def file_hashes(path: str, at: int | None = None) -> tuple[str | None, str, int]:
+    """(sha256 of the first ``at`` bytes or None, sha256 of the whole file, its size): one pass."""
+    whole = hashlib.sha256()
+    prefix: str | None = None
+    done = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            if at is not None and prefix is None and done + len(chunk) >= at:
+                whole.update(chunk[: at - done])
+                prefix = whole.hexdigest()
+                whole.update(chunk[at - done :])
+            else:
+                whole.update(chunk)
+            done += len(chunk)
+    if at is not None and prefix is None and done == at:
+        prefix = whole.hexdigest()
+    return prefix, whole.hexdigest(), done
 
 
 @dataclass
@@ -56,8 +73,9 @@ class State:
     source_format: str
     session_id: str | None
     watermark: int  # entries of the source covered by the summary
-    prefix_sha256: str  # of those entries
-    head_sha256: str  # of all but the last of them (the last may still have been growing)
+    prefix_bytes: int  # the source's size when it was summarized
+    prefix_sha256: str  # sha256 of those bytes: a rewritten (not appended) file is detected
+    last_entry_sha256: str  # the last summarized entry, which may still have been growing
     summary: str
     tokens_at_summarization: int
     tokens_after: int

@@ -21,6 +21,7 @@ SUMMARY_OPEN = "[Previous conversation summary]"
 SUMMARY_CLOSE = "[End of summary — conversation continues below]"
 SUMMARIZER_INPUT_RATIO = 0.80
 CLIP_CHARS = 8_000
+UNLIMITED_WINDOW = 10**12
 
 
 def summary_message(text: str) -> Message:
@@ -97,6 +98,8 @@ def truncate_for_summarizer(
     """Clip giant tool results, then drop the oldest messages until the rest fit in 80 % of the
     summarizer's window; if what is left is still too big, clip harder."""
     budget = int(window * SUMMARIZER_INPUT_RATIO)
+    if window >= UNLIMITED_WINDOW:
+        return list(messages), 0  # a summarizer with no window (the offline digest) reads everything
     clipped = clip_tool_results(messages)
     counts = [c.total for c in counter.count_messages(clipped)]
     total = sum(counts)
