@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats.anthropic_blocks import block_part, system_texts, tooldef, usage_from_anthropic
-from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest, score_lines
 from ctxfold.core.formats.requestlog import PrefixTracker
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -110,13 +110,7 @@ def _line_score(d: Any) -> int:
 
 def sniff(objs: Sequence[Any]) -> int:
     """Certain only when some block or field proves Anthropic; 0 when any line is foreign."""
-    best = 0
-    for d in objs:
-        s = _line_score(d)
-        if s < 0:
-            return 0
-        best = max(best, s)
-    return best
+    return score_lines(objs, _line_score)
 
 
 # -------------------------------------------------------------------------------- reader

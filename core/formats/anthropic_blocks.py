@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, get_str, need, rest
+from ctxfold.core.formats.base import Line, as_int, b64_size, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     OpaquePart,
@@ -22,12 +22,6 @@ from ctxfold.core.transcript.model import (
     ToolResultPart,
     Usage,
 )
-
-
-def b64_size(data: str) -> int:
-    """Decoded size of base64 text without decoding it."""
-    n = len(data)
-    return n * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
 
 
 def _media(b: dict[str, Any], default_mime: str) -> MediaPart:

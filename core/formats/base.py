@@ -10,7 +10,7 @@ cannot make sense of; with ``--skip-invalid`` the loader reports the line and go
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -138,3 +138,19 @@ def parse_overflow(message: str) -> tuple[int, int] | None:
             except ValueError:  # only commas, or absurdly many digits
                 continue
     return None
+
+
+def b64_size(data: str) -> int:
+    """Decoded size of base64 text without decoding it (images can be megabytes)."""
+    return len(data) * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
+
+
+def score_lines(objs: Sequence[Any], line_score: Callable[[Any], int]) -> int:
+    """A sniffer's verdict from per-line scores: the best one, or 0 if any line is foreign (< 0)."""
+    best = 0
+    for d in objs:
+        s = line_score(d)
+        if s < 0:
+            return 0
+        best = max(best, s)
+    return best

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, get_str, need, rest
+from ctxfold.core.formats.base import Line, as_int, b64_size, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     OpaquePart,
@@ -32,12 +32,6 @@ USAGE_FIELDS = MappingProxyType(
         "cache_write_tokens": "message.usage.cache_creation_input_tokens",
     }
 )
-
-
-def b64_size(data: str) -> int:
-    """Decoded size of base64 text without decoding it."""
-    pad = 2 if data.endswith("==") else 1 if data.endswith("=") else 0
-    return len(data) * 3 // 4 - pad
 
 
 def _media(b: dict[str, Any], line: Line) -> MediaPart | OpaquePart:

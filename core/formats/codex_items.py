@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_list, get_str, need, rest
+from ctxfold.core.formats.base import Line, b64_size, get_list, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     Message,
@@ -33,11 +33,6 @@ ROLES: Mapping[str, Any] = {
 }
 TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _TEXT_TYPES = frozenset({"input_text", "output_text", "text"})
-
-
-def b64_size(b64: str) -> int:
-    """Decoded size of base64 text without decoding it."""
-    return len(b64) * 3 // 4 - (2 if b64.endswith("==") else 1 if b64.endswith("=") else 0)
 
 
 def _image(item: dict[str, Any]) -> MediaPart:

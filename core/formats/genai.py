@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, epoch_iso, get_dict, get_str, obj, rest
+from ctxfold.core.formats.base import Line, epoch_iso, get_dict, get_str, obj, rest, score_lines
 from ctxfold.core.formats.genai_parts import (
     ROLES,
     Calls,
@@ -91,13 +91,7 @@ def _line_score(d: Any) -> int:
 
 def sniff(objs: Sequence[Any]) -> int:
     """Sure on ``parts`` Contents and ADK event keys; 0 when any line is foreign."""
-    best = 0
-    for d in objs:
-        s = _line_score(d)
-        if s < 0:
-            return 0
-        best = max(best, s)
-    return best
+    return score_lines(objs, _line_score)
 
 
 # -------------------------------------------------------------------------------- reader

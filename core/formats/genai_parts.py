@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, epoch_iso, get_str, parse_overflow, rest
+from ctxfold.core.formats.base import Line, as_int, b64_size, epoch_iso, get_str, parse_overflow, rest
 from ctxfold.core.transcript.model import (
     ApiError,
     MediaPart,
@@ -42,11 +42,6 @@ def get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
     """``d[camel]``, else ``d[snake]``: the REST API and the Python SDK spell keys differently."""
     v = d.get(camel)
     return d.get(snake) if v is None else v
-
-
-def b64_size(data: str) -> int:
-    """Decoded size of base64 text without decoding it."""
-    return len(data) * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
 
 
 def _media(blob: Mapping[str, Any], extra: dict[str, Any]) -> MediaPart:

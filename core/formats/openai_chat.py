@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest
+from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest, score_lines
 from ctxfold.core.formats.openai_common import message_from_openai, tooldef_from_openai, usage_from_openai
 from ctxfold.core.formats.requestlog import PrefixTracker
 from ctxfold.core.transcript.model import (
@@ -109,13 +109,7 @@ def _line_score(d: Any) -> int:
 def sniff(objs: Sequence[Any]) -> int:
     """Sure on tool_calls, tool messages and completion objects; weak on bare
     ``{role, content}`` lines; 0 when any line belongs to another format."""
-    best = 0
-    for d in objs:
-        s = _line_score(d)
-        if s < 0:
-            return 0
-        best = max(best, s)
-    return best
+    return score_lines(objs, _line_score)
 
 
 # -------------------------------------------------------------------------------- reader

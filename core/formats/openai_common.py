@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, get_dict, get_str, need, rest
+from ctxfold.core.formats.base import Line, as_int, b64_size, get_dict, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     Message,
@@ -49,13 +49,6 @@ _MESSAGE_USED = (
     "reasoning_content",
     "thinking_blocks",
 )
-
-
-def b64_size(data: str) -> int:
-    """Decoded size of base64 text without decoding it (the images can be megabytes)."""
-    n = len(data)
-    pad = 2 if data.endswith("==") else 1 if data.endswith("=") else 0
-    return n * 3 // 4 - pad
 
 
 def media_from_url(

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_str, need, obj
+from ctxfold.core.formats.base import Line, get_str, need, obj, score_lines
 from ctxfold.core.formats.openai_common import tooldef_from_openai
 from ctxfold.core.formats.openai_responses_items import api_error, item_message, usage_from_responses
 from ctxfold.core.formats.requestlog import PrefixTracker
@@ -76,13 +76,7 @@ def _line_score(d: Any) -> int:
 
 def sniff(objs: Sequence[Any]) -> int:
     """Sure on Responses item types and content part types; 0 when any line is foreign."""
-    best = 0
-    for d in objs:
-        s = _line_score(d)
-        if s < 0:
-            return 0
-        best = max(best, s)
-    return best
+    return score_lines(objs, _line_score)
 
 
 # -------------------------------------------------------------------------------- reader

@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_str, need, parse_overflow, rest
-from ctxfold.core.formats.openai_common import b64_size, content_parts, media_from_url, usage_from_openai
+from ctxfold.core.formats.base import Line, b64_size, get_str, need, parse_overflow, rest
+from ctxfold.core.formats.openai_common import content_parts, media_from_url, usage_from_openai
 from ctxfold.core.transcript.model import (
     ApiError,
     MediaPart,

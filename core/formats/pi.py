@@ -22,6 +22,7 @@ from ctxfold.core.formats.base import (
     Line,
     ListReader,
     as_int,
+    b64_size,
     get_dict,
     get_str,
     need,
@@ -29,7 +30,6 @@ from ctxfold.core.formats.base import (
     parse_overflow,
     rest,
 )
-from ctxfold.core.formats.openai_common import b64_size
 from ctxfold.core.transcript.model import (
     ApiError,
     CompactionMarker,
