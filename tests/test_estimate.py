@@ -179,3 +179,16 @@ def test_installed_entry_point_runs() -> None:
         [sys.executable, "-m", "ctxfold", "--help"], capture_output=True, timeout=60, check=False
     )
     assert module.returncode == 0 and b"estimate" in module.stdout
+
+
+@pytest.mark.parametrize("rel", ["pi/before-compaction.jsonl", "codex/edgerunner.jsonl"])
+def test_worker_processes_count_the_same(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large inputs are tokenized in forked workers; the replay must not change by a token."""
+    path = real(rel)
+    monkeypatch.setenv("CTXFOLD_WORKERS", "0")
+    alone = estimate_file(path)
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    forked = estimate_file(path)
+    assert [(q.estimate, q.real) for q in forked.requests] == [(q.estimate, q.real) for q in alone.requests]
+    assert forked.replay.by_category == alone.replay.by_category
+    assert len(alone.requests) > 256 // 4  # several batches were in flight

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from ctxfold.core.config import Config
 from ctxfold.core.formats.loader import Opened, open_transcript
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.tokens.models import ResolvedModel, resolve
+from ctxfold.core.tokens.parallel import workers_for
 from ctxfold.core.tokens.session import Replay, Request, SessionCounter
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import ContextUpdate, Entry, Message
@@ -74,8 +76,16 @@ def estimate_file(
 ) -> FileEstimate:
     opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
     entries = _with_progress(opened, on_progress) if on_progress else opened.entries
+    size = os.path.getsize(path) if str(path) != "-" and os.path.isfile(path) else 0
     result = estimate_entries(
-        entries, opened.format, opened.path, model=model, tokenizer=tokenizer, window=window, config=config
+        entries,
+        opened.format,
+        opened.path,
+        model=model,
+        tokenizer=tokenizer,
+        window=window,
+        config=config,
+        workers=workers_for(size),
     )
     result.skipped = [str(e) for e in opened.skipped]
     result.bytes_read, result.lines_read = opened.bytes_read, opened.lines_read
@@ -91,6 +101,7 @@ def estimate_entries(
     tokenizer: str | None = None,
     window: int | None = None,
     config: Config | None = None,
+    workers: int = 0,
 ) -> FileEstimate:
     """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``."""
     config = config or Config()
@@ -105,7 +116,7 @@ def estimate_entries(
         config_models=config.models,
     )
     counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
-    replay = SessionCounter(counter).feed(itertools.chain(head, stream))
+    replay = SessionCounter(counter).feed(itertools.chain(head, stream), workers=workers)
     if replay.context_window and not window and resolved.window_source != "config file":
         resolved = resolve(
             name,

@@ -10,11 +10,13 @@ per-message counts, so memory stays at what one request needs.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ctxfold.core.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
+from ctxfold.core.tokens.parallel import Counting
 from ctxfold.core.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -94,32 +96,39 @@ class SessionCounter:
         self._segment = 0
         self._segment_has_real = False
 
-    def feed(self, entries: Iterable[Entry]) -> Replay:
+    def feed(self, entries: Iterable[Entry], *, workers: int = 0) -> Replay:
         """Replay ``entries`` (any iterable, consumed once) and return the final state.
 
-        Pipelined: while one batch is tokenized in a worker thread (tiktoken releases the GIL),
-        the next is read and parsed here, so parsing and tokenizing overlap on two cores.
+        With ``workers``, batches are tokenized in worker processes while the next ones are
+        read and parsed here; results are applied in order, so the replay is the same.
         """
+        counting = Counting(self.counter.tokenizer.count_batch, self.counter.tokenizer.name, workers)
+        inflight: deque[tuple[list[Entry], Batch, Future[list[int]]]] = deque()
         buf: list[Entry] = []
         pending: list[Message] = []
         chars = 0
-        inflight: tuple[list[Entry], Batch, Future[list[int]]] | None = None
-        for e in entries:
-            buf.append(e)
-            if isinstance(e, Message):
-                pending.append(e)
-                chars += _chars(e)
-                if len(pending) >= BATCH_MESSAGES or chars >= BATCH_CHARS:
-                    batch = self.counter.prepare(pending)
-                    future = _worker().submit(self.counter.tokenizer.count_batch, batch.texts)
-                    if inflight is not None:
-                        self._apply(inflight[0], Counter.finish(inflight[1], inflight[2].result()))
-                    inflight = (buf, batch, future)
-                    buf, pending, chars = [], [], 0
-        if inflight is not None:
-            self._apply(inflight[0], Counter.finish(inflight[1], inflight[2].result()))
+        try:
+            for e in entries:
+                buf.append(e)
+                if isinstance(e, Message):
+                    pending.append(e)
+                    chars += _chars(e)
+                    if len(pending) >= BATCH_MESSAGES or chars >= BATCH_CHARS:
+                        batch = self.counter.prepare(pending)
+                        inflight.append((buf, batch, counting.submit(batch.texts)))
+                        while len(inflight) > counting.in_flight:
+                            self._settle(inflight.popleft())
+                        buf, pending, chars = [], [], 0
+            while inflight:
+                self._settle(inflight.popleft())
+        finally:
+            counting.close()
         self._apply(buf, self.counter.count_messages(pending))
         return self.state
+
+    def _settle(self, item: tuple[list[Entry], Batch, Future[list[int]]]) -> None:
+        buf, batch, future = item
+        self._apply(buf, Counter.finish(batch, future.result()))
 
     def _apply(self, buf: list[Entry], message_counts: list[MessageCount]) -> None:
         counts = iter(message_counts)
@@ -249,14 +258,3 @@ def _chars(msg: Message) -> int:
         elif isinstance(p, ToolResultPart):
             n += sum(len(c.text) for c in p.content if isinstance(c, TextPart))
     return n
-
-
-_WORKER: ThreadPoolExecutor | None = None
-
-
-def _worker() -> ThreadPoolExecutor:
-    """One thread that tokenizes a batch while the caller parses the next."""
-    global _WORKER
-    if _WORKER is None:
-        _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxfold-batch")
-    return _WORKER

@@ -8,13 +8,10 @@ compared with what the reference plugin would have said.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ctxfold.core.errors import UsageError
 from ctxfold.core.names import did_you_mean
-
-BATCH_THREADS = 2  # this is a 2-core tool; more threads only add contention
 
 
 class Tokenizer(Protocol):
@@ -26,13 +23,13 @@ class Tokenizer(Protocol):
 
 
 class TiktokenTokenizer:
-    """tiktoken counts, two threads at a time.
+    """tiktoken counts, without building token lists.
 
-    tiktoken's ``encode_ordinary_batch`` builds a thread pool and a future per text on every
-    call and returns every token list; on this 2-core machine that measured slower than one
-    thread (bench/estimate.py). Counting needs no token lists: each half of a batch (split by
-    characters) is counted in its own thread, the Rust encoder releasing the GIL, through the
-    encoder's buffer output when available (its byte size / 4 = the token count).
+    Counting needs no token ids: the encoder's buffer output (its byte size / 4) gives the
+    count without a Python list per text, when that private call exists and agrees with the
+    public encoder. tiktoken's ``encode_ordinary_batch`` was not used: its encoder holds the
+    GIL on this build (two threads ran no faster than one, bench/estimate.py), so its threads
+    only add overhead; large inputs use worker processes instead (``tokens/parallel.py``).
     """
 
     def __init__(self, name: str, encoding: str) -> None:
@@ -51,30 +48,11 @@ class TiktokenTokenizer:
         return int(self._count(text))
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
-        total = sum(len(t) for t in texts)
-        if total < PARALLEL_MIN_CHARS or len(texts) < 2:
-            return [self._count(t) for t in texts]
-        half, acc = len(texts), 0
-        for i, t in enumerate(texts):
-            acc += len(t)
-            if acc >= total // 2:
-                half = i + 1
-                break
-        second = _pool().submit(lambda: [self._count(t) for t in texts[half:]])
-        first = [self._count(t) for t in texts[:half]]
-        return first + second.result()
+        count = self._count
+        return [count(t) for t in texts]
 
 
-PARALLEL_MIN_CHARS = 100_000
 _NO_SPECIAL: frozenset[str] = frozenset()
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=BATCH_THREADS - 1, thread_name_prefix="ctxfold-tok")
-    return _POOL
 
 
 def _buffer_count_ok(to_buffer: Callable[..., Any], encode: Callable[[str], list[int]]) -> bool:
