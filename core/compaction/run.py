@@ -30,6 +30,7 @@ from ctxfold.core.strategies.base import StrategyInput, get_strategy
 from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, summary_message
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_entries
+from ctxfold.core.tokens.parallel import workers_for
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.context import Context, current_context
 from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
@@ -101,6 +102,7 @@ def compact_file(
     transcript = load(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     outs = outputs_for(path, out_dir=opts.out_dir, output=opts.output)
     state = load_state(outs.state)
+    size = Path(path).stat().st_size if path != "-" else 0
     est = estimate_entries(
         list(transcript.entries),
         transcript.source_format,
@@ -108,6 +110,7 @@ def compact_file(
         model=opts.model,
         window=opts.window,
         config=config,
+        workers=workers_for(size),
     )
     policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
     counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
