@@ -203,6 +203,7 @@ def capture(path: Path, fmt: str | None) -> tuple[str | None, str, list[list[str
         note = f"detect failed ({type(err).__name__}), forced"
         use = fmt
     batches: list[list[str]] = []
+    saved: str | None = None
     inside = [0.0]
     patched: list[tuple[Any, Any]] = []
     try:
@@ -220,10 +221,17 @@ def capture(path: Path, fmt: str | None) -> tuple[str | None, str, list[list[str
 
             tok.count_batch = recording
             patched.append((tok, original))
+        # in-process, so every text passes through the wrapper (workers would count in a child)
+        saved = os.environ.get("CTXFOLD_WORKERS")
+        os.environ["CTXFOLD_WORKERS"] = "0"
         t0 = time.perf_counter()
         r = estimate_file(path, fmt=use)
         total = time.perf_counter() - t0
     finally:
+        if saved is None:
+            os.environ.pop("CTXFOLD_WORKERS", None)
+        else:
+            os.environ["CTXFOLD_WORKERS"] = saved
         for tok, _ in patched:
             del tok.count_batch  # back to the class's method
     return use, r.model.tokenizer, batches, note, (total, inside[0])

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles, key_for
 from ctxfold.core.errors import CtxfoldError, UsageError
-from ctxfold.core.formats.loader import load
+from ctxfold.core.formats.loader import materialize, open_transcript
 from ctxfold.core.providers.base import Summarizer, SummaryResult
 from ctxfold.core.strategies.base import StrategyInput, get_strategy
 from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, summary_message
@@ -99,19 +99,22 @@ def compact_file(
     strategy = get_strategy(opts.strategy)
     if path == "-" and not (opts.output or opts.dry_run):
         raise UsageError("compacting stdin needs -o/--output (there is no file name to put outputs next to)")
-    transcript = load(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
-    outs = outputs_for(path, out_dir=opts.out_dir, output=opts.output)
-    state = load_state(outs.state)
+    # one pass: the file is parsed once, kept in memory for writing, and estimated as it streams
+    opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
+    kept: list[Entry] = []
     size = Path(path).stat().st_size if path != "-" else 0
     est = estimate_entries(
-        list(transcript.entries),
-        transcript.source_format,
-        path,
+        _keeping(opened.entries, kept),
+        opened.format,
+        opened.path,
         model=opts.model,
         window=opts.window,
         config=config,
         workers=workers_for(size),
     )
+    transcript = materialize(kept, opened.format, opened.path)
+    outs = outputs_for(path, out_dir=opts.out_dir, output=opts.output)
+    state = load_state(outs.state)
     policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
     counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
 
@@ -204,6 +207,12 @@ def compact_file(
     compacted = _compacted_transcript(transcript, ctx, final, result, out.summary is not None)
     result.outputs = write_outputs(outs, compacted, new_state, force=opts.force or state is not None)
     return result
+
+
+def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
+    for e in entries:
+        kept.append(e)
+        yield e
 
 
 def _check_prefix(t: Transcript, state: State, force: bool) -> tuple[int, tuple[str, int]]:
