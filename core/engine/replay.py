@@ -16,6 +16,7 @@ from ctxfold.core.engine.calibration import (
     DEFAULT_CALIBRATOR,
     PROVIDER_RATIO,
     Calibrator,
+    GrowthCalibrator,
     Prior,
     make_calibrator,
 )
@@ -139,7 +140,7 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
     by the tokenizer ratio learned so far."""
     sim = Simulation()
     cal: Calibrator = make_calibrator(calibration, prior, est.model.tokenizer)
-    ratio_cal = make_calibrator("growth", prior, est.model.tokenizer)
+    ratio_cal = GrowthCalibrator(prior)  # the tokenizer ratio learned from the real counts so far
     summary = policy.summary_budget + CONTINUATION_TOKENS
     base: int | None = None  # body tokens (original space) folded at the last firing
     segment = -1
@@ -151,7 +152,7 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
         body = q.estimate - q.fixed
         removed = 0 if base is None else base - summary
         sim_est = q.estimate - removed
-        ratio = getattr(ratio_cal, "ratio", lambda: (1.0, ""))()[0]
+        ratio = ratio_cal.ratio()[0]
         sim_real = None if q.real is None else max(0, int(q.real - ratio * removed))
         predicted = cal.predict(sim_est).tokens
         sim.max_predicted = max(sim.max_predicted, predicted)
