@@ -1,0 +1,49 @@
+"""`validate` and `version` through the CLI (the other commands have their own test files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from ctxfold import __version__
+from ctxfold.cli.app import app
+
+runner = CliRunner()
+
+
+def test_validate_ok_and_violations(tmp_path: Path) -> None:
+    ok = runner.invoke(app, ["validate", str(FIXTURES / "anthropic" / "session.jsonl")])
+    assert ok.exit_code == 0 and ": ok (anthropic" in ok.stdout
+    bad = tmp_path / "bad.jsonl"
+    lines = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "again"}]},
+    ]
+    bad.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    result = runner.invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 1
+    assert f"{bad}:3:" in result.stdout  # roles must alternate; the tool_use is never answered
+    doc = orjson.loads(runner.invoke(app, ["validate", "--json", str(bad)]).stdout)
+    f = doc["files"][0]
+    assert f["ok"] is False and f["format"] == "anthropic" and all(v["line"] >= 2 for v in f["violations"])
+
+
+def test_validate_unreadable_file_is_one_violation(tmp_path: Path) -> None:
+    path = tmp_path / "junk.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n{oops\n')
+    result = runner.invoke(app, ["validate", "--json", str(path)])
+    assert result.exit_code == 1
+    violations = orjson.loads(result.stdout)["files"][0]["violations"]
+    assert (
+        violations == [{"line": 2, "message": violations[0]["message"]}]
+        and "JSON" in violations[0]["message"]
+    )
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"ctxfold {__version__}"
