@@ -202,11 +202,16 @@ def profile_reset(json_out: JsonOpt = False) -> None:
 
 
 @app.command()
-def version() -> None:
+def version(json_out: JsonOpt = False) -> None:
     """Print the version."""
     from ctxfold import __version__
 
-    print(f"ctxfold {__version__}")
+    if json_out:
+        from ctxfold.cli import render
+
+        render.emit_json({"command": "version", "version": __version__})
+    else:
+        print(f"ctxfold {__version__}")
 
 
 def main() -> None:

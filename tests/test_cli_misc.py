@@ -47,3 +47,4 @@ def test_validate_unreadable_file_is_one_violation(tmp_path: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["version"])
     assert result.exit_code == 0 and result.stdout.strip() == f"ctxfold {__version__}"
+    assert orjson.loads(runner.invoke(app, ["version", "--json"]).stdout)["version"] == __version__
