@@ -1,7 +1,7 @@
 """Count what goes over the wire, per part, per message, per request.
 
-A message becomes *pieces*: texts to tokenize (batched across many messages, so tiktoken's
-threaded batch encoder does the work) and fixed counts (framing, images). Framing follows
+A message becomes *pieces*: texts to tokenize (batched across many messages, so a batch can
+go to a worker process as one unit, ``tokens/parallel.py``) and fixed counts (framing, images). Framing follows
 each provider's published or well-measured overheads; what is left unexplained (hidden
 system prompts, tokenizer differences) is the calibrator's job, not this module's.
 """
