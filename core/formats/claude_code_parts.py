@@ -7,11 +7,11 @@ document. Server-side tool blocks and anything newer stay opaque.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, b64_size, get_str, need, rest
+from ctxfold.core.formats.anthropic_blocks import usage_from_anthropic
+from ctxfold.core.formats.base import Line, b64_size, get_str, need, rest
 from ctxfold.core.transcript.model import (
     MediaPart,
     OpaquePart,
@@ -24,14 +24,6 @@ from ctxfold.core.transcript.model import (
 )
 
 SYNTHETIC = "<synthetic>"  # model of messages Claude Code made up itself: no request behind them
-USAGE_FIELDS = MappingProxyType(
-    {
-        "prompt_tokens": "message.usage.input_tokens+cache_creation_input_tokens+cache_read_input_tokens",
-        "output_tokens": "message.usage.output_tokens",
-        "cache_read_tokens": "message.usage.cache_read_input_tokens",
-        "cache_write_tokens": "message.usage.cache_creation_input_tokens",
-    }
-)
 
 
 def _media(b: dict[str, Any], line: Line) -> MediaPart | OpaquePart:
@@ -131,13 +123,4 @@ def usage_of(msg: dict[str, Any]) -> Usage | None:
     model = msg.get("model")
     if model == SYNTHETIC or not isinstance(u, dict):
         return None
-    cw = as_int(u.get("cache_creation_input_tokens"))
-    cr = as_int(u.get("cache_read_input_tokens"))
-    return Usage(
-        prompt_tokens=as_int(u.get("input_tokens")) + cw + cr,
-        output_tokens=as_int(u.get("output_tokens")),
-        cache_read_tokens=cr,
-        cache_write_tokens=cw,
-        model=model if isinstance(model, str) else None,
-        fields=USAGE_FIELDS,
-    )
+    return usage_from_anthropic(u, model if isinstance(model, str) else None, "message.usage")

@@ -25,11 +25,15 @@ from dataclasses import replace
 from typing import Any
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest, score_lines
-from ctxfold.core.formats.openai_common import message_from_openai, tooldef_from_openai, usage_from_openai
+from ctxfold.core.formats.base import Line, get_str, need, obj, rest, score_lines
+from ctxfold.core.formats.openai_common import (
+    api_error,
+    message_from_openai,
+    tooldef_from_openai,
+    usage_from_openai,
+)
 from ctxfold.core.formats.requestlog import PrefixTracker
 from ctxfold.core.transcript.model import (
-    ApiError,
     ContextReset,
     ContextUpdate,
     Entry,
@@ -163,7 +167,7 @@ class Reader:
             self._responded = "messages" in req
         err = d.get("error")
         if isinstance(err, dict):
-            out.append(_api_error(err, d))
+            out.append(api_error(err, d))
         return out
 
     def finish(self) -> Iterable[Entry]:
@@ -271,15 +275,3 @@ class Reader:
 
 def _role(m: Any) -> Any:
     return m.get("role") if isinstance(m, dict) else None
-
-
-def _api_error(err: Mapping[str, Any], d: Mapping[str, Any]) -> ApiError:
-    message = str(err.get("message") or err.get("code") or "error")
-    sizes = parse_overflow(message)
-    return ApiError(
-        message,
-        prompt_tokens=sizes[0] if sizes else None,
-        limit=sizes[1] if sizes else None,
-        id=get_str(d, "id"),
-        extra={"error": dict(err)},
-    )

@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, b64_size, get_dict, get_str, need, rest
+from ctxfold.core.formats.base import Line, as_int, b64_size, get_dict, get_str, need, parse_overflow, rest
 from ctxfold.core.transcript.model import (
+    ApiError,
     MediaPart,
     Message,
     OpaquePart,
@@ -270,4 +271,17 @@ def usage_from_openai(
         model=model,
         context_window=context_window,
         fields=fields,
+    )
+
+
+def api_error(err: Mapping[str, Any], d: Mapping[str, Any]) -> ApiError:
+    """A provider's error object as an ApiError; a "too long" message gives a real count."""
+    message = str(err.get("message") or err.get("code") or "error")
+    sizes = parse_overflow(message)
+    return ApiError(
+        message,
+        prompt_tokens=sizes[0] if sizes else None,
+        limit=sizes[1] if sizes else None,
+        id=get_str(d, "id"),
+        extra={"error": dict(err)},
     )

@@ -22,8 +22,8 @@ from typing import Any
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats.base import Line, get_str, need, obj, score_lines
-from ctxfold.core.formats.openai_common import tooldef_from_openai
-from ctxfold.core.formats.openai_responses_items import api_error, item_message, usage_from_responses
+from ctxfold.core.formats.openai_common import api_error, tooldef_from_openai
+from ctxfold.core.formats.openai_responses_items import item_message, usage_from_responses
 from ctxfold.core.formats.requestlog import PrefixTracker
 from ctxfold.core.transcript.model import ContextReset, ContextUpdate, Entry, Message, Usage
 

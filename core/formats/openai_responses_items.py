@@ -12,10 +12,9 @@ from typing import Any
 import orjson
 
 from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, b64_size, get_str, need, parse_overflow, rest
+from ctxfold.core.formats.base import Line, b64_size, get_str, need, rest
 from ctxfold.core.formats.openai_common import content_parts, media_from_url, usage_from_openai
 from ctxfold.core.transcript.model import (
-    ApiError,
     MediaPart,
     Message,
     OpaquePart,
@@ -139,15 +138,3 @@ def item_message(
 def usage_from_responses(u: Mapping[str, Any], model: str | None, where: str = "usage") -> Usage:
     """Responses usage: ``input_tokens`` already counts the cached ones."""
     return usage_from_openai(u, model, path=where)
-
-
-def api_error(err: Mapping[str, Any], d: Mapping[str, Any]) -> ApiError:
-    message = str(err.get("message") or err.get("code") or "error")
-    sizes = parse_overflow(message)
-    return ApiError(
-        message,
-        prompt_tokens=sizes[0] if sizes else None,
-        limit=sizes[1] if sizes else None,
-        id=get_str(d, "id"),
-        extra={"error": dict(err)},
-    )
