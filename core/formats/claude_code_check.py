@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats.jsonl import iter_lines
+from ctxfold.core.formats.validate import TurnCalls
 from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message
 
 _CONVERSATION = ("user", "assistant", "system")
@@ -38,15 +39,15 @@ def check(items: Sequence[tuple[int, Entry]]) -> list[tuple[int, str]]:
     session: str | None = None
     started = False
     boundary: int | None = None  # line of a compaction still waiting for its summary line
-    open_calls: set[str] = set()
-    prev_assistant = False
+    turn = TurnCalls()
     for line, e in items:
         if isinstance(e, ContextUpdate) and e.session_id:
             if session is not None and e.session_id != session:
                 out.append((line, f"second sessionId {e.session_id!r} (the log is session {session!r})"))
             session = session or e.session_id
         elif isinstance(e, CompactionMarker):
-            boundary, open_calls, prev_assistant = line, set(), False
+            boundary = line
+            turn.reset()
         elif isinstance(e, Message) and e.branch is None:
             if boundary is not None:
                 if e.role != "user" or e.extra.get("isCompactSummary") is not True:
@@ -58,23 +59,8 @@ def check(items: Sequence[tuple[int, Entry]]) -> list[tuple[int, str]]:
                     (line, f"the conversation starts with {article} {e.role} message, not a user message")
                 )
             started = True
-            if e.role == "assistant":
-                open_calls = open_calls if prev_assistant else set()
-                open_calls.update(c.id for c in e.tool_calls)
-                prev_assistant = True
-                continue
-            results = e.tool_results
-            for r in results:
-                if r.call_id not in open_calls:
-                    out.append(
-                        (
-                            line,
-                            f"tool_result {r.call_id!r} answers no tool_use of the assistant turn before it",
-                        )
-                    )
-            if not results:
-                open_calls = set()
-            prev_assistant = False
+            for cid in turn.unanswered(e):
+                out.append((line, f"tool_result {cid!r} answers no tool_use of the assistant turn before it"))
     if boundary is not None:
         out.append((boundary, "compact_boundary is not followed by an isCompactSummary user line"))
     return out

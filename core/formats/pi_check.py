@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats.jsonl import iter_lines
+from ctxfold.core.formats.validate import TurnCalls
 from ctxfold.core.transcript.model import ContextUpdate, Entry, Message
 
 
@@ -26,25 +27,11 @@ def check(items: Sequence[tuple[int, Entry]]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     if items and not (isinstance(items[0][1], ContextUpdate) and items[0][1].session_id):
         out.append((items[0][0], "a pi session starts with its session header"))
-    open_calls: set[str] = set()
-    prev_assistant = False
+    turn = TurnCalls()
     for line, e in items:
-        if not isinstance(e, Message) or e.branch is not None:
-            continue
-        if e.role == "assistant":
-            open_calls = open_calls if prev_assistant else set()
-            open_calls.update(c.id for c in e.tool_calls)
-            prev_assistant = True
-            continue
-        results = e.tool_results
-        for r in results:
-            if r.call_id not in open_calls:
-                out.append(
-                    (line, f"toolResult {r.call_id!r} answers no toolCall of the assistant turn before it")
-                )
-        if not results:
-            open_calls = set()
-        prev_assistant = False
+        if isinstance(e, Message) and e.branch is None:
+            for cid in turn.unanswered(e):
+                out.append((line, f"toolResult {cid!r} answers no toolCall of the assistant turn before it"))
     return out
 
 

@@ -64,6 +64,33 @@ def validate(path: str, fmt: str | None = None) -> Validation:
     return Validation(path, opened.format, len(items), sorted(set(found)))
 
 
+class TurnCalls:
+    """The Anthropic-style pairing rule: a tool result answers a call of the assistant turn
+    right before it (several assistant messages in a row count as one turn)."""
+
+    def __init__(self) -> None:
+        self.open: set[str] = set()
+        self.prev_assistant = False
+
+    def reset(self) -> None:
+        self.open, self.prev_assistant = set(), False
+
+    def unanswered(self, msg: Message) -> list[str]:
+        """Feed one main-branch message; the call ids its results answer that the turn did not ask."""
+        if msg.role == "assistant":
+            if not self.prev_assistant:
+                self.open = set()
+            self.open.update(c.id for c in msg.tool_calls)
+            self.prev_assistant = True
+            return []
+        results = msg.tool_results
+        bad = [r.call_id for r in results if r.call_id not in self.open]
+        if not results:
+            self.open = set()
+        self.prev_assistant = False
+        return bad
+
+
 def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
     out: list[Violation] = []
     calls: dict[tuple[str | None, str], int] = {}  # (branch, call id) → line of the call
