@@ -4,8 +4,11 @@ and real transcripts come from ``../shared/fixtures-real`` (skipped cleanly when
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +22,12 @@ _SECRET_VARS = (
     "ANTHROPIC_BASE_URL",
     "CTXFOLD_CONFIG",
 )
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
+    """Write ``rows`` as compact JSONL (one object per line) and return the path."""
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
 
 
 def real_files() -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from conftest import FIXTURES
+from conftest import FIXTURES, write_jsonl
 from typer.testing import CliRunner
 
 from ctxfold import __version__
@@ -23,7 +23,7 @@ def test_validate_ok_and_violations(tmp_path: Path) -> None:
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
         {"role": "assistant", "content": [{"type": "text", "text": "again"}]},
     ]
-    bad.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    write_jsonl(bad, lines)
     result = runner.invoke(app, ["validate", str(bad)])
     assert result.exit_code == 1
     assert f"{bad}:3:" in result.stdout  # roles must alternate; the tool_use is never answered

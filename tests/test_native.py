@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, write_jsonl
 
 from ctxfold.core.formats import native
 from ctxfold.core.formats.loader import load
@@ -34,7 +34,7 @@ def test_round_trip_is_exact(path: Path, tmp_path: Path) -> None:
     update = next(e for e in t.entries if isinstance(e, m.ContextUpdate))
     lines = [native.header(update)] + [codec.encode(e) for e in t.entries[1:]]
     again = tmp_path / "again.jsonl"
-    again.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    write_jsonl(again, lines)
     assert load(again).entries == t.entries
     assert again.read_bytes() == path.read_bytes()
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, write_jsonl
 from writer_support import (
     SUMMARY,
     assert_compact,
@@ -116,7 +116,7 @@ BAD = {
 def test_check_finds_each_violation_on_its_line(name: str, tmp_path: Path) -> None:
     lines, expected = BAD[name]
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    write_jsonl(path, lines)
     found = w.check_file(path)
     assert [n for n, _ in found] == [n for n, _ in expected]
     for (_, msg), (_, want) in zip(found, expected, strict=True):
@@ -128,5 +128,5 @@ def test_restart_resets_the_rules(tmp_path: Path) -> None:
     req = {"model": "claude-x", "system": "s", "max_tokens": 10}
     lines = [{**req, "messages": [U, A]}, {**req, "messages": [{"role": "user", "content": "new"}]}]
     path = tmp_path / "two.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    write_jsonl(path, lines)
     assert w.check_file(path) == []

@@ -22,13 +22,14 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import real
+from conftest import real, write_jsonl
 from tool_log_writing import (
     REQUEST,
     SUMMARY,
     TOKENS_AFTER,
     TOKENS_BEFORE,
     assert_compact,
+    assert_flagged_once,
     compacted,
     files,
     foreign,
@@ -286,10 +287,7 @@ CASES = [
 @pytest.mark.parametrize("name", CASES)
 def test_check_finds(name: str, tmp_path: Path) -> None:
     rows, line, fragment = _case(name)
-    path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
-    found = violations(path, "claude-code")
-    assert [n for n, msg in found if fragment in msg] == [line], found
+    assert_flagged_once(tmp_path, rows, "claude-code", line, fragment)
 
 
 def test_good_hand_made_file_passes(tmp_path: Path) -> None:
@@ -300,7 +298,7 @@ def test_good_hand_made_file_passes(tmp_path: Path) -> None:
         _line("s1", "b1", isCompactSummary=True),
         _line("a5", "s1", "assistant"),
     ]
-    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
+    write_jsonl(path, rows)
     assert violations(path, "claude-code") == []
 
 

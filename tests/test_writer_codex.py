@@ -18,10 +18,12 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import write_jsonl
 from tool_log_writing import (
     REQUEST,
     SUMMARY,
     assert_compact,
+    assert_flagged_once,
     compacted,
     files,
     foreign,
@@ -221,17 +223,14 @@ CASES = [
 @pytest.mark.parametrize("name", CASES)
 def test_check_finds(name: str, tmp_path: Path) -> None:
     rows, line, fragment = _case(name)
-    path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
-    found = violations(path, "codex")
-    assert [n for n, msg in found if fragment in msg] == [line], found
+    assert_flagged_once(tmp_path, rows, "codex", line, fragment)
 
 
 def test_good_hand_made_file_passes(tmp_path: Path) -> None:
     rows = [*_good(), _l("compacted", {"message": "s", "replacement_history": [_user("hi"), _call("c2"), _out("c2")]}),
             _l("response_item", _call("c3")), _l("response_item", _out("c3"))]  # fmt: skip
     path = tmp_path / "good.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
+    write_jsonl(path, rows)
     assert violations(path, "codex") == []
 
 

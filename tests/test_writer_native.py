@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
-from conftest import FIXTURES, real_files
+from conftest import FIXTURES, real_files, write_jsonl
 from writer_support import SUMMARY, assert_compact, compacted, detect, read_items, write_file
 
 from ctxfold.core.formats import loader
@@ -89,7 +88,7 @@ BAD = {
 def test_check_finds_each_violation_on_its_line(name: str, tmp_path: Path) -> None:
     lines, expected = BAD[name]
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [HEADER, *lines]))
+    write_jsonl(path, [HEADER, *lines])
     found = w.check_file(path)
     assert [n for n, _ in found] == [n for n, _ in expected]
     for (_, msg), (_, want) in zip(found, expected, strict=True):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, write_jsonl
 from writer_support import (
     assert_compact,
     compacted,
@@ -104,7 +104,7 @@ BAD = {
 def test_check_finds_each_violation_on_its_line(name: str, tmp_path: Path) -> None:
     lines, expected = BAD[name]
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    write_jsonl(path, lines)
     found = w.check_file(path)
     assert [n for n, _ in found] == [n for n, _ in expected]
     for (_, msg), (_, want) in zip(found, expected, strict=True):
@@ -113,5 +113,5 @@ def test_check_finds_each_violation_on_its_line(name: str, tmp_path: Path) -> No
 
 def test_pending_calls_at_the_end_are_fine(tmp_path: Path) -> None:
     path = tmp_path / "pending.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [{"role": "user", "content": "hi"}, CALL]))
+    write_jsonl(path, [{"role": "user", "content": "hi"}, CALL])
     assert w.check_file(path) == []

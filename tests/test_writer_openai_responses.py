@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, write_jsonl
 from writer_support import (
     assert_compact,
     compacted,
@@ -135,7 +135,7 @@ BAD = {
 def test_check_finds_each_violation_on_its_line(name: str, tmp_path: Path) -> None:
     lines, expected = BAD[name]
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    write_jsonl(path, lines)
     found = w.check_file(path)
     assert [n for n, _ in found] == [n for n, _ in expected]
     for (_, msg), (_, want) in zip(found, expected, strict=True):
@@ -144,5 +144,5 @@ def test_check_finds_each_violation_on_its_line(name: str, tmp_path: Path) -> No
 
 def test_pending_calls_and_reasoning_at_the_end_are_fine(tmp_path: Path) -> None:
     path = tmp_path / "pending.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [U, R, _call("c1")]))
+    write_jsonl(path, [U, R, _call("c1")])
     assert w.check_file(path) == []

@@ -20,12 +20,13 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, write_jsonl
 from tool_log_writing import (
     REQUEST,
     SUMMARY,
     TOKENS_BEFORE,
     assert_compact,
+    assert_flagged_once,
     compacted,
     files,
     foreign,
@@ -252,16 +253,13 @@ CASES = [
 @pytest.mark.parametrize("name", CASES)
 def test_check_finds(name: str, tmp_path: Path) -> None:
     rows, line, fragment = _case(name)
-    path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
-    found = violations(path, "pi")
-    assert [n for n, msg in found if fragment in msg] == [line], found
+    assert_flagged_once(tmp_path, rows, "pi", line, fragment)
 
 
 def test_good_hand_made_file_passes(tmp_path: Path) -> None:
     rows = [*_good(), _compaction("c1", "e3"), _msg("e4", "c1")]
     path = tmp_path / "good.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rows))
+    write_jsonl(path, rows)
     assert violations(path, "pi") == []
 
 

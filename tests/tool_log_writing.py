@@ -116,6 +116,14 @@ def violations(path: Path, fmt: str) -> list[tuple[int, str]]:
     return [(v.line, v.message) for v in validate(str(path), fmt).violations]
 
 
+def assert_flagged_once(tmp_path: Path, rows: list[Any], fmt: str, line: int, fragment: str) -> None:
+    """A hand-made bad file: exactly one violation mentions ``fragment``, on ``line``."""
+    from conftest import write_jsonl
+
+    found = violations(write_jsonl(tmp_path / "bad.jsonl", rows), fmt)
+    assert [n for n, msg in found if fragment in msg] == [line], found
+
+
 def same_violations(out: Path, original: Path, fmt: str) -> None:
     """A round trip is faithful: the output breaks exactly the rules the original breaks (real
     logs hold tool calls left unanswered when the user interrupted; the tools tolerate them),
