@@ -17,6 +17,10 @@ The per-file counts come from (run in ../shared/fixtures-real/claude-code/)::
       compactions: [.[]|select(.type=="system" and .subtype=="compact_boundary")]|length,
       api_errors: [.[]|select((.type=="system" and .subtype=="api_error") or .isApiErrorMessage==true)]|length,
       meta:       [.[]|select(.type=="user" and .isMeta==true)]|length,
+      attachments: [.[]|select(.type=="attachment" and (side|not) and (.attachment.type|IN(
+                   "skill_listing","deferred_tools_delta","mcp_instructions_delta","todo_reminder",
+                   "task_reminder","file","compact_file_reference","queued_command",
+                   "selected_lines_in_ide")))]|length,
       session:    ([.[]|.sessionId|strings]|first),
       last_usage: ([.[]|select(.type=="assistant" and (side|not) and .message.model!="<synthetic>")]
                    |last|.message.usage|[.input_tokens,.cache_creation_input_tokens,.cache_read_input_tokens,.output_tokens])
@@ -80,6 +84,7 @@ class Expected:
     last_usage: tuple[int, int, int, int]  # input, cache_creation, cache_read, output
     prompt_sum: int
     output_sum: int
+    attachments: int  # main-chain attachment lines of the types sent as system reminders
 
 
 # Numbers from the jq programs in the module docstring (see there), one file per row.
@@ -87,37 +92,37 @@ EXPECTED = {
     "ccviewer-sample-v1.0.98-sidechains.jsonl": Expected(
         14, 161, 9, 161, 9, 161, 167, 167, 23, 0, 0, 0, 1,
         "fe5e1c67-53e7-4862-81ae-d0e013e3270b", "claude-sonnet-4-20250514",
-        (6, 1004, 20542, 10), 168358, 2636,
+        (6, 1004, 20542, 10), 168358, 2636, 0,
     ),
     "fundwise.jsonl": Expected(
         86, 0, 71, 0, 71, 0, 83, 83, 4, 0, 0, 0, 0,
         "d4c1bac0-628a-48b6-983e-425faf07a208", "claude-opus-4-7",
-        (1, 236, 135291, 2854), 6712470, 55656,
+        (1, 236, 135291, 2854), 6712470, 55656, 12,
     ),
     "posthog-impact-dashboard.jsonl": Expected(
         224, 0, 184, 0, 184, 0, 133, 133, 6, 0, 1, 0, 0,
         "0c182e15-59de-4856-8a94-00f26880354c", "claude-opus-4-7",
-        (6, 181, 89012, 641), 14399140, 107597,
+        (6, 181, 89012, 641), 14399140, 107597, 196,
     ),
     "privacy-x402.jsonl": Expected(
         34, 0, 34, 0, 34, 0, 32, 32, 1, 0, 0, 0, 0,
         "4774e917-cdfa-4bd4-bc10-ede8d0d21c8e", "claude-opus-4-7",
-        (1, 645, 63871, 992), 1605095, 20645,
+        (1, 645, 63871, 992), 1605095, 20645, 8,
     ),
     "raze-short.jsonl": Expected(
         4, 0, 3, 0, 3, 0, 3, 2, 0, 0, 0, 0, 1,
         "dfa38aaf-80e5-499c-a197-76e137fe699b", "claude-opus-4-6",
-        (3, 427, 39465, 150), 116085, 607,
+        (3, 427, 39465, 150), 116085, 607, 0,
     ),
     "scout-images.jsonl": Expected(
         41, 0, 33, 0, 33, 0, 35, 35, 0, 6, 0, 1, 3,
         "0a12da8e-1b6d-4238-b047-37db6677ced6", "claude-sonnet-4-6",
-        (1, 715, 123076, 250), 2898823, 52319,
+        (1, 715, 123076, 250), 2898823, 52319, 7,
     ),
     "solsmile-thirdparty-proxy.jsonl": Expected(
         129, 0, 87, 0, 86, 0, 118, 117, 13, 0, 0, 3, 3,
         "a4d54b74-9b27-4ac8-97d1-77fe6b06be27", "claude-opus-4-6-thinking",
-        (119549, 0, 0, 490), 6430201, 56322,
+        (119549, 0, 0, 490), 6430201, 56322, 0,
     ),
 }  # fmt: skip
 
@@ -139,7 +144,8 @@ def test_real_counts(name: str) -> None:
     es = entries(real(f"claude-code/{name}"))
     msgs = messages(es)
     roles = collections.Counter((m.role, m.branch is not None) for m in msgs)
-    assert roles[("user", False)] == exp.user_main
+    assert roles[("user", False)] == exp.user_main + exp.attachments
+    assert sum("attachment" in m.extra for m in msgs) == exp.attachments
     assert roles[("user", True)] == exp.user_side
     assert roles[("assistant", False)] == exp.asst_main
     assert roles[("assistant", True)] == exp.asst_side
@@ -448,6 +454,73 @@ def test_edge_duplicate_result_line_not_lost(tmp_path: Path) -> None:
     path.write_text("\n".join([*lines, json.dumps(orphan)]) + "\n")
     ids = [m.id for m in messages(entries(path))]
     assert ids == ["u01", "u02", "o1"]
+
+
+# ----------------------------------------------------------------------------- attachments
+
+
+def test_real_attachments_become_reminders() -> None:
+    """fundwise lines 4-6 (`sed -n 4,6p`) are attachments: deferred tool names, MCP server
+    instructions and the skill list, all before the first assistant line. Each becomes one user
+    message holding the logged content, with the raw attachment kept for the writer."""
+    path = real("claude-code/fundwise.jsonl")
+    raw = [json.loads(x) for x in path.read_text().splitlines()]
+    atts = {d["uuid"]: d["attachment"] for d in raw if d.get("type") == "attachment"}
+    msgs = messages(entries(path))
+    at = {m.id: i for i, m in enumerate(msgs)}
+    first_reply = next(i for i, m in enumerate(msgs) if m.role == "assistant")
+    early = sorted(a["type"] for u, a in atts.items() if at[u] < first_reply)
+    assert early == ["deferred_tools_delta", "mcp_instructions_delta", "skill_listing"]
+    for uid, a in atts.items():
+        m = msgs[at[uid]]
+        assert m.role == "user" and m.extra["attachment"] == a and m.branch is None
+        texts = {
+            "skill_listing": [a.get("content")],
+            "deferred_tools_delta": a.get("addedNames"),
+            "mcp_instructions_delta": a.get("addedBlocks"),
+        }.get(a["type"], [])
+        assert texts is not None and all(t in m.text for t in texts)
+
+
+def _attachment(uid: str, attachment: dict[str, object]) -> dict[str, object]:
+    return {**GOOD, "type": "attachment", "uuid": uid, "attachment": attachment, "message": None}
+
+
+def test_attachment_renderings(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        GOOD,
+        _attachment(
+            "a1", {"type": "todo_reminder", "content": [{"content": "ship it", "status": "pending"}]}
+        ),
+        _attachment(
+            "a2", {"type": "file", "filename": "/r/a.py", "content": {"file": {"content": "x = 1\ny = 2"}}}
+        ),
+        _attachment(
+            "a3", {"type": "queued_command", "prompt": "<task-notification>done</task-notification>"}
+        ),
+        _attachment("a4", {"type": "hook_success", "content": "ok"}),  # not known to reach the model
+        _attachment("a5", {"type": "skill_listing"}),  # no content: nothing to send
+    )
+    msgs = {m.id: m for m in messages(entries(path))}
+    assert set(msgs) == {GOOD["uuid"], "a1", "a2", "a3"}
+    assert "[pending] ship it" in msgs["a1"].text and msgs["a1"].text.startswith("<system-reminder>")
+    assert "     1\tx = 1\n     2\ty = 2" in msgs["a2"].text and "/r/a.py" in msgs["a2"].text
+    assert msgs["a3"].text == "<task-notification>done</task-notification>"  # the prompt itself
+
+
+def test_attachment_inside_a_response_does_not_split_it(tmp_path: Path) -> None:
+    reply = {**GOOD, "type": "assistant", "uuid": "r1", "message": {"id": "m1", "role": "assistant",
+             "model": "claude-opus-4-7", "content": [{"type": "text", "text": "one"}], "usage": {"input_tokens": 9}}}  # fmt: skip
+    more = {
+        **reply,
+        "uuid": "r2",
+        "message": {**reply["message"], "content": [{"type": "text", "text": "two"}]},
+    }
+    queued = _attachment("q1", {"type": "queued_command", "prompt": "and also this"})
+    msgs = messages(entries(_write(tmp_path, GOOD, reply, queued, more)))
+    assert [(m.role, m.id) for m in msgs] == [("user", GOOD["uuid"]), ("assistant", "r1"), ("user", "q1")]
+    assert [p.text for p in msgs[1].parts if isinstance(p, TextPart)] == ["one", "two"]
 
 
 # ------------------------------------------------------------------------- errors, streaming

@@ -110,6 +110,9 @@ def test_round_trip(path: Path, tmp_path: Path) -> None:
     assert {t2.session_id} == {d["sessionId"] for d in rows} == {t.session_id}
 
     _assert_linear(rows)
+    # system reminders go back to attachment lines, not user lines
+    sent = [m.extra["attachment"] for m in main if "attachment" in m.extra]
+    assert [d["attachment"] for d in rows if d.get("type") == "attachment"] == sent
     # sourceToolAssistantUUID now names the new line holding the tool_use it answers.
     line_of = {d["uuid"]: d for d in rows if "uuid" in d}
     for d in rows:

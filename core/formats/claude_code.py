@@ -5,8 +5,10 @@ Claude Code writes one line per content block of a model response: the lines sha
 calls may be written *between* those lines, even before the ``tool_use`` line they answer. So
 the reader keeps one pending assistant message, defers tool-result-only user lines while it is
 open, and emits the merged message (with the last line's usage) before them once a line of
-another response arrives. Bookkeeping lines (attachments, queue operations, snapshots, hook
-progress, titles...) carry nothing the model read and are dropped.
+another response arrives. Attachment lines the harness sends as system reminders (skill list,
+reminders, re-read files...) become meta user messages, see ``claude_code_attachments``; other
+bookkeeping lines (queue operations, snapshots, hook progress, titles...) carry nothing the
+model read and are dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxfold.core.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
+from ctxfold.core.formats.claude_code_attachments import render as render_attachment
 from ctxfold.core.formats.claude_code_parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -24,6 +27,7 @@ from ctxfold.core.transcript.model import (
     Entry,
     Message,
     Part,
+    TextPart,
     ToolResultPart,
 )
 
@@ -164,7 +168,9 @@ class Reader:
             return self._user(d, line)
         if t == "system":
             return self._system(d, line)
-        return ()  # summary, attachment, progress, snapshots... and future bookkeeping types
+        if t == "attachment":
+            return self._attachment(d)
+        return ()  # summary, progress, snapshots... and future bookkeeping types
 
     def finish(self) -> Iterable[Entry]:
         return self._flush()
@@ -270,6 +276,27 @@ class Reader:
             and all(isinstance(x, ToolResultPart) for x in message.parts)
         ):
             self._deferred.append(message)  # more lines of the pending response may follow
+            return []
+        out = self._flush()
+        self._context(d, out)
+        out.append(message)
+        return out
+
+    def _attachment(self, d: dict[str, Any]) -> list[Entry]:
+        """A system reminder the harness adds to the next request; the raw line stays in extra."""
+        text = render_attachment(d.get("attachment"))
+        if text is None:
+            return []
+        message = Message(
+            role="user",
+            parts=(TextPart(text),),
+            id=get_str(d, "uuid"),
+            timestamp=get_str(d, "timestamp"),
+            branch=_branch(d),
+            extra=rest(d, _LINE_USED),
+        )
+        if self._pending is not None:
+            self._deferred.append(message)  # sent after the response being assembled, like results
             return []
         out = self._flush()
         self._context(d, out)

@@ -259,6 +259,7 @@ def _last_prompt(messages: Sequence[Message]) -> str | None:
             m.role != "user"
             or m.tool_results
             or x.get("isMeta")
+            or "attachment" in x
             or x.get("isCompactSummary")
             or x.get("ctxfold")
         ):
@@ -283,6 +284,8 @@ def write(t: Transcript) -> Iterator[bytes]:
             written.append(e)
             if e.role == "assistant":
                 yield from w.assistant(e)
+            elif "attachment" in e.extra:  # a system reminder: back to the line it was read from
+                yield w.line("attachment", e.extra, e.timestamp)
             else:  # Claude Code has no tool role: tool results travel in user lines
                 yield w.user(e, summary=i == summary_at)
         elif isinstance(e, CompactionMarker):
