@@ -7,6 +7,14 @@ came from one response share it, so it becomes one assistant message (with all i
 calls) at the first of them, the way OpenHands rebuilds its prompt. Observations answering
 a tool call become ``tool`` messages. Each line starts a new conversation: a
 ``ContextReset`` separates instances.
+
+Recalled workspace context (the ``recall`` observation: microagent knowledge, runtime hosts)
+reaches the prompt only with OpenHands' prompt extensions on, and the benchmark harnesses
+that write these files turn them off (``enable_prompt_extensions=False`` in their
+``run_infer``). So it is dropped unless ``metadata.agent_config`` says they were on. The
+real counts agree: of two instances whose first requests differ by a 4,157-character
+microagent note, the provider counted 371 more tokens, about what the longer issue text alone
+accounts for.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ def _event_id(e: Mapping[str, Any]) -> str | None:
 class Reader(ListReader):
     def __init__(self) -> None:
         self._instances = 0
+        self._extensions = False  # OpenHands prompt extensions (recalled context) of this instance
 
     def feed(self, line: Line) -> Iterable[Entry]:
         return list(self._entries(line))
@@ -76,6 +85,8 @@ class Reader(ListReader):
             session_id=str(d["instance_id"]) if d.get("instance_id") is not None else None,
             extra=rest(d, ("history", "instance_id")),
         )
+        agent = get_dict(get_dict(d, "metadata"), "agent_config")
+        self._extensions = agent.get("enable_prompt_extensions") is True
         responses: set[str] = set()
         for e in history:
             if not isinstance(e, dict):
@@ -127,6 +138,8 @@ class Reader(ListReader):
                 timestamp=get_str(e, "timestamp"),
                 extra=rest(args, ("summary",)),
             )
+        elif observation == "recall" and not self._extensions:
+            pass  # recalled context: not in the prompt with prompt extensions off (module docstring)
         elif observation is not None and observation not in _SILENT_OBSERVATIONS:
             parts = self._observation_parts(e)
             if parts:
