@@ -30,6 +30,7 @@ from ctxfold.core.tokens.session import Request
 
 VERSION = 1
 MAX_SESSIONS = 200  # per key; the oldest are forgotten
+MIN_SESSIONS = 3  # a key with fewer sessions borrows from its log format's other models
 
 
 def profile_path() -> Path:
@@ -98,12 +99,17 @@ class Profiles:
             sessions.pop(next(iter(sessions)))
 
     def prior(self, key: str, provider: str, *, exclude: str | None = None) -> Prior:
-        """The median of the sessions of ``key`` (else of the same log format), else the default."""
+        """The median of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of them,
+        else of every model read from the same log format (a hidden prompt belongs to the
+        harness more than to the model: one or two sessions of a model say less than many of
+        its harness), else the provider default."""
         fmt = key.split("|", 1)[0]
-        for scope, keys in (
+        scopes = (
             (key, [key]),
             (f"{fmt} (any model)", [k for k in self.profiles if k.startswith(fmt + "|")]),
-        ):
+        )
+        chosen: tuple[str, list[dict[str, Any]]] | None = None
+        for scope, keys in scopes:
             obs = [
                 v
                 for k in keys
@@ -111,10 +117,15 @@ class Profiles:
                 if s != exclude
             ]
             if obs:
-                overhead = int(statistics.median(o["overhead"] for o in obs))
-                ratio = float(statistics.median(o["ratio"] for o in obs))
-                return Prior(overhead, ratio, f"profile {scope}, {len(obs)} session(s)")
-        return Prior(0, PROVIDER_RATIO.get(provider, 1.0), f"{provider} default, no profile yet")
+                chosen = (scope, obs)
+                if len(obs) >= MIN_SESSIONS:
+                    break
+        if chosen is None:
+            return Prior(0, PROVIDER_RATIO.get(provider, 1.0), f"{provider} default, no profile yet")
+        scope, obs = chosen
+        overhead = int(statistics.median(o["overhead"] for o in obs))
+        ratio = float(statistics.median(o["ratio"] for o in obs))
+        return Prior(overhead, ratio, f"profile {scope}, {len(obs)} session(s)")
 
     def save(self) -> None:
         write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
