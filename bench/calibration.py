@@ -1,6 +1,6 @@
 """Measure every calibrator on the real sessions: how close is the predicted prompt size?
 
-    python bench/calibration.py [FIXTURES_DIR] [--json]
+    python bench/calibration.py [FIXTURES_DIR] [--json] [--observations]
 
 For each request with a real count: |predicted − real| / real. Reported separately for the
 first request of a segment (nothing to calibrate with: the per-source profile is learned
@@ -8,6 +8,12 @@ leave-one-out, i.e. from every *other* session) and for the requests after it. A
 of requests predicted more than 2 % under, the worst underestimate, p90 on big steps (the
 request grew by ≥ 2,000 estimated tokens since the previous one), and late decisions (the real
 count reached the threshold while the prediction was under it). Prints numbers; asserts nothing.
+
+Rows: each calibrator with the leave-one-out profile; ``growth (built-in)`` with an empty
+profile, so the shipped per-format priors (``profile.BUILTIN``, which are medians over these
+same sessions: in-sample) stand in; ``growth (nothing)`` with neither, the provider ratio alone.
+``--observations`` prints what each session teaches the profile and the per-format medians
+that ``BUILTIN`` records.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import sys
 from pathlib import Path
 
 from ctxfold.core.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
-from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
+from ctxfold.core.engine.profile import Profiles, default_prior, key_for, observe_session, session_key
 from ctxfold.core.engine.replay import replay
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
@@ -50,18 +56,19 @@ def loo_profiles(files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path)
 
 
 def evaluate(
-    files: dict[str, tuple[FileEstimate, FileEstimate]], prof: Profiles, calibration: str, use_profile: bool
+    files: dict[str, tuple[FileEstimate, FileEstimate]], prof: Profiles, calibration: str, prior_from: str
 ) -> dict:
     after, first, big, unders = [], [], [], []
     late = n_under2 = 0
     for name, (est, heur) in files.items():
         source = heur if calibration == "seed" else est
         key = key_for(est.format, est.model.name)
-        prior = (
-            prof.prior(key, est.model.provider, exclude=session_key(name, None))
-            if use_profile
-            else Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0))
-        )
+        if prior_from == "profile":
+            prior = prof.prior(key, est.model.provider, exclude=session_key(name, None))
+        elif prior_from == "built-in":
+            prior = default_prior(est.format, est.model.provider)
+        else:
+            prior = Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0))
         rep = replay(source, calibration=calibration, prior=prior)
         prev = None
         for row in rep.rows:
@@ -69,7 +76,7 @@ def evaluate(
                 continue
             err = row.error or 0.0
             if row.first_in_segment:
-                first.append((name, row.segment, err))
+                first.append((name, row.segment, err, row.calibrated - row.real))
             else:
                 after.append(abs(err))
                 if err < -0.02:
@@ -82,7 +89,7 @@ def evaluate(
     worst = min(unders) if unders else (0.0, 0, "", 0)
     return {
         "calibration": calibration,
-        "profile": use_profile,
+        "prior": prior_from,
         "requests_after_first": len(after),
         "median_pct": round(statistics.median(after) * 100, 2) if after else None,
         "p90_pct": round(pct(after, 0.9) * 100, 2),
@@ -93,25 +100,46 @@ def evaluate(
         "big_steps": len(big),
         "big_step_p90_pct": round(pct(big, 0.9) * 100, 2),
         "late_decisions": late,
-        "first_requests": [(n, s, round(e * 100, 1)) for n, s, e in first],
-        "first_within_15pct": sum(1 for *_, e in first if abs(e) <= 0.15),
+        "first_requests": [(n, s, round(e * 100, 1), d) for n, s, e, d in first],
+        "first_within_15pct": sum(1 for _, _, e, _ in first if abs(e) <= 0.15),
     }
+
+
+def print_observations(files: dict[str, tuple[FileEstimate, FileEstimate]]) -> None:
+    by_format: dict[str, list[tuple[int, float]]] = {}
+    for name, (est, _) in files.items():
+        obs = observe_session(est.requests, est.model.provider)
+        if obs is None:
+            continue
+        by_format.setdefault(est.format, []).append((obs.overhead, obs.ratio))
+        print(
+            f"{name:<55} {key_for(est.format, est.model.name):<30} hidden {obs.overhead:>7,}  ratio {obs.ratio:.4f}"
+        )
+    print()
+    for fmt, obs in sorted(by_format.items()):
+        overhead = statistics.median(o for o, _ in obs)
+        ratio = statistics.median(r for _, r in obs)
+        print(f"{fmt:<12} {len(obs)} session(s): median hidden {overhead:,.0f}, median ratio {ratio:.4f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("root", nargs="?", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--observations", action="store_true", help="what each session teaches the profile")
     args = ap.parse_args()
     if not args.root.is_dir():
         sys.exit(f"no fixtures at {args.root}")
     import tempfile
 
     files = load_all(args.root)
+    if args.observations:
+        print_observations(files)
+        return
     with tempfile.TemporaryDirectory() as d:
         prof = loo_profiles(files, Path(d))
-        results = [evaluate(files, prof, name, use_profile=True) for name in CALIBRATORS]
-        results.append(evaluate(files, prof, "growth", use_profile=False))
+        results = [evaluate(files, prof, name, "profile") for name in CALIBRATORS]
+        results += [evaluate(files, prof, "growth", p) for p in ("built-in", "nothing")]
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -121,7 +149,7 @@ def main() -> None:
     head = f"{'calibrator':<18}{'median':>8}{'p90':>8}{'>2% under':>11}{'worst under':>22}{'big-step p90':>14}{'late':>6}{'first ±15%':>12}"
     print(head)
     for r in results:
-        label = r["calibration"] + ("" if r["profile"] else " (no profile)")
+        label = r["calibration"] + ("" if r["prior"] == "profile" else f" ({r['prior']})")
         worst = f"{r['worst_under_pct']}% ({r['worst_under_tokens']:,})"
         first = f"{r['first_within_15pct']}/{len(r['first_requests'])}"
         print(
@@ -131,9 +159,9 @@ def main() -> None:
     print("\nfirst request of each segment, error % (profile learned from the other sessions):")
     for r in results:
         if r["calibration"] in ("growth", "seed"):
-            print(f"  {r['calibration']}{'' if r['profile'] else ' (no profile)'}:")
-            for name, seg, e in r["first_requests"]:
-                print(f"    {name:<55} seg {seg}: {e:+.1f}%")
+            print(f"  {r['calibration']}{'' if r['prior'] == 'profile' else ' (' + r['prior'] + ')'}:")
+            for name, seg, e, d in r["first_requests"]:
+                print(f"    {name:<55} seg {seg}: {e:+6.1f}% {d:+8,} tokens")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from ctxfold.core.engine.calibration import GrowthCalibrator, Prior, SeedCalibrator, make_calibrator
 from ctxfold.core.engine.guard import ContextGuard, WindowTooSmallError
 from ctxfold.core.engine.policy import compute_buffer, make_policy, parse_buffer
-from ctxfold.core.engine.profile import Observation, Profiles, observe_session
+from ctxfold.core.engine.profile import BUILTIN, Observation, Profiles, observe_session
 from ctxfold.core.engine.state import KEYS, JsonFileStore, MemoryStore
 from ctxfold.core.errors import ConfigError, UsageError
 from ctxfold.core.strategies.summary import SUMMARY_OPEN
@@ -166,7 +166,10 @@ def test_json_store_survives_a_restart(tmp_path: Path) -> None:
 
 def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
     prof = Profiles(tmp_path / "p.json")
-    assert prof.prior("claude-code|claude-opus-4", "anthropic").source.startswith("anthropic default")
+    # nothing learned yet: the format's shipped prior, or the provider's ratio for a format without one
+    assert prof.prior("claude-code|claude-opus-4", "anthropic").source.startswith("built-in claude-code")
+    assert prof.prior("claude-code|claude-opus-4", "anthropic").overhead == BUILTIN["claude-code"][0]
+    assert prof.prior("litellm|claude-opus-4", "anthropic") == Prior(0, 1.3, "anthropic default, no profile yet")
     prof.learn("claude-code|claude-opus-4", "a", Observation(26_000, 1.3))
     prof.learn("claude-code|claude-opus-4", "b", Observation(30_000, 1.5))
     prof.learn("claude-code|claude-sonnet-4", "c", Observation(16_000, 1.2))

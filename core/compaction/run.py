@@ -19,10 +19,10 @@ from pathlib import Path
 from ctxfold.core.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
 from ctxfold.core.compaction.statefile import Pass, State, entry_sha256, file_hashes, load_state, now
 from ctxfold.core.config import Config
-from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, PROVIDER_RATIO, Prior, make_calibrator
+from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
 from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles, key_for
+from ctxfold.core.engine.profile import Profiles, default_prior, key_for
 from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import materialize, open_transcript
 from ctxfold.core.providers.base import Summarizer, SummaryResult
@@ -233,7 +233,7 @@ def _check_prefix(t: Transcript, state: State, force: bool) -> tuple[int, tuple[
 def _prior(est: FileEstimate, use_profile: bool) -> Prior:
     if use_profile:
         return Profiles().prior(key_for(est.format, est.model.name), est.model.provider)
-    return Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0))
+    return default_prior(est.format, est.model.provider)
 
 
 def _state_prior(state: State, fallback: Prior) -> Prior:

@@ -7,7 +7,8 @@ session of the same source and model can. For each (log format, model family) th
 keeps, per session read, the hidden overhead (``real − ratio × estimate`` of its first request)
 and its tokenizer ratio (the slope of real counts over estimates); the prior is their median.
 
-Stored as JSON in the user cache dir, written atomically; ``--no-profile`` ignores it.
+Stored as JSON in the user cache dir, written atomically; ``--no-profile`` ignores it. Until it
+holds a session of a log format, the shipped prior of that format (``BUILTIN``) stands in.
 """
 
 from __future__ import annotations
@@ -31,6 +32,25 @@ from ctxfold.core.tokens.session import Request
 VERSION = 1
 MAX_SESSIONS = 200  # per key; the oldest are forgotten
 MIN_SESSIONS = 3  # a key with fewer sessions borrows from its log format's other models
+
+
+# Shipped priors (hidden overhead, tokenizer ratio, sessions behind them) for log formats whose
+# harness sends a system prompt and tool schemas the log does not record: the medians of the
+# observations on the real sessions of ../shared/fixtures-real (`python bench/calibration.py
+# --observations` prints them). Formats that log the whole request need none.
+BUILTIN: dict[str, tuple[int, float, int]] = {
+    "claude-code": (22_800, 1.375, 7),  # Claude Code 1.0.98 to 2.1.126: 15.0k to 36.7k hidden
+    "codex": (5_400, 1.106, 4),  # Codex CLI 0.1xx: 5.1k to 20.2k hidden (MCP tools)
+    "pi": (2_100, 1.247, 2),
+}
+
+
+def default_prior(source_format: str, provider: str) -> Prior:
+    """What is assumed with nothing learned: the format's shipped prior, else the provider's ratio."""
+    if source_format in BUILTIN:
+        overhead, ratio, n = BUILTIN[source_format]
+        return Prior(overhead, ratio, f"built-in {source_format} prior ({n} real sessions)")
+    return Prior(0, PROVIDER_RATIO.get(provider, 1.0), f"{provider} default, no profile yet")
 
 
 def profile_path() -> Path:
@@ -102,7 +122,7 @@ class Profiles:
         """The median of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of them,
         else of every model read from the same log format (a hidden prompt belongs to the
         harness more than to the model: one or two sessions of a model say less than many of
-        its harness), else the provider default."""
+        its harness), else :func:`default_prior`."""
         fmt = key.split("|", 1)[0]
         scopes = (
             (key, [key]),
@@ -121,7 +141,7 @@ class Profiles:
                 if len(obs) >= MIN_SESSIONS:
                     break
         if chosen is None:
-            return Prior(0, PROVIDER_RATIO.get(provider, 1.0), f"{provider} default, no profile yet")
+            return default_prior(fmt, provider)
         scope, obs = chosen
         overhead = int(statistics.median(o["overhead"] for o in obs))
         ratio = float(statistics.median(o["ratio"] for o in obs))

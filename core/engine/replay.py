@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from ctxfold.core.config import Config
 from ctxfold.core.engine.calibration import (
     DEFAULT_CALIBRATOR,
-    PROVIDER_RATIO,
     Calibrator,
     GrowthCalibrator,
     Prior,
     make_calibrator,
 )
 from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
+from ctxfold.core.engine.profile import Profiles, default_prior, key_for, observe_session, session_key
 from ctxfold.core.formats.loader import Opened
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
@@ -203,7 +202,7 @@ def report_file(
     profiles = Profiles() if use_profile else None
     key = key_for(est.format, est.model.name)
     provider = est.model.provider
-    prior = profiles.prior(key, provider) if profiles else Prior(0, PROVIDER_RATIO.get(provider, 1.0))
+    prior = profiles.prior(key, provider) if profiles else default_prior(est.format, provider)
     report = replay(
         est, calibration=calibration, prior=prior, max_tokens=max_tokens, buffer=buffer, simulate=simulate
     )
