@@ -169,7 +169,9 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
     # nothing learned yet: the format's shipped prior, or the provider's ratio for a format without one
     assert prof.prior("claude-code|claude-opus-4", "anthropic").source.startswith("built-in claude-code")
     assert prof.prior("claude-code|claude-opus-4", "anthropic").overhead == BUILTIN["claude-code"][0]
-    assert prof.prior("litellm|claude-opus-4", "anthropic") == Prior(0, 1.3, "anthropic default, no profile yet")
+    assert prof.prior("litellm|claude-opus-4", "anthropic") == Prior(
+        0, 1.3, "anthropic default, no profile yet"
+    )
     prof.learn("claude-code|claude-opus-4", "a", Observation(26_000, 1.3))
     prof.learn("claude-code|claude-opus-4", "b", Observation(30_000, 1.5))
     prof.learn("claude-code|claude-sonnet-4", "c", Observation(16_000, 1.2))

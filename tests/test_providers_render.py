@@ -123,6 +123,24 @@ def test_todos_generic_tool_and_task_tools() -> None:
     assert extract_todos(tasks) == [Todo("first", "completed")]
 
 
+def test_todos_from_claude_code_reminders() -> None:
+    def reminder(kind: str, items: list[object]) -> Message:
+        return Message(
+            "user", (TextPart("<system-reminder>"),), extra={"attachment": {"type": kind, "content": items}}
+        )
+
+    tasks = [{"id": "4", "subject": "deploy", "status": "in_progress"}, {"id": "5", "subject": "test"}]
+    msgs = [
+        _call("1", "TodoWrite", {"todos": [{"content": "old", "status": "pending"}]}),
+        reminder("task_reminder", tasks),  # the harness's list: newer than the tool call
+        _call("2", "TaskUpdate", {"taskId": "5", "status": "completed"}),  # ids from the reminder
+        reminder("todo_reminder", []),  # nothing open: does not erase what is known
+    ]
+    assert extract_todos(msgs) == [Todo("deploy", "in_progress"), Todo("test", "completed")]
+    assert extract_todos(msgs[1:2]) == [Todo("deploy", "in_progress"), Todo("test", "pending")]
+    assert extract_todos(msgs[3:]) is None
+
+
 def test_todos_from_a_previous_summary() -> None:
     text = "## Current State\nx\n## Todo List\n- [pending] a\n\n- [completed] b\n## Other\n- c"
     assert todos_from_summary(text) == ["- [pending] a", "- [completed] b"]

@@ -6,7 +6,10 @@ without its checklist (the seeds' "todo preservation"). Recognised, newest wins:
 - Claude Code ``TodoWrite`` ``{todos: [{content, status, activeForm}]}`` (the whole list);
 - Claude Code ``TaskCreate`` / ``TaskUpdate`` (one task at a time, ids from "Task #N created");
 - Codex ``update_plan`` ``{plan: [{step, status}]}``;
-- a generic ``todo_write`` / ``todos`` tool taking ``{todos: [...]}`` or a bare list.
+- a generic ``todo_write`` / ``todos`` tool taking ``{todos: [...]}`` or a bare list;
+- Claude Code's ``todo_reminder`` / ``task_reminder`` attachments: the harness's own copy of
+  the list, which survives a compaction that summarized the tool calls away (an empty one is
+  ignored: Claude Code clears a finished list, and the finished items are worth keeping).
 
 A caller holding the list in its own state passes it as ``SummaryRequest.todos`` instead.
 Side chains (sub-agents) keep their own lists and are ignored.
@@ -128,6 +131,10 @@ def extract_todos(messages: Sequence[Message]) -> list[Todo] | None:
     for m in messages:
         if m.branch is not None:
             continue
+        reminded = _reminder(m)
+        if reminded:  # an empty reminder only says nothing is open: finished items stay in view
+            tasks.items = reminded
+            latest = list(reminded.values())
         for call in m.tool_calls:
             result = results.get(call.id)
             if result is not None and result.is_error:
@@ -150,6 +157,25 @@ def extract_todos(messages: Sequence[Message]) -> list[Todo] | None:
             if items is not None:
                 latest = normalize(items)
     return latest
+
+
+def _reminder(m: Message) -> dict[str, Todo] | None:
+    """The list a Claude Code reminder attachment carries, by task id."""
+    att = m.extra.get("attachment")
+    if not isinstance(att, dict) or att.get("type") not in ("todo_reminder", "task_reminder"):
+        return None
+    items = att.get("content")
+    if not isinstance(items, list):
+        return None
+    out: dict[str, Todo] = {}
+    for i, item in enumerate(items, 1):
+        todo = normalize([item])
+        if todo:
+            task_id = item.get("id") if isinstance(item, dict) else None
+            out[str(task_id if task_id is not None else i)] = todo[0]
+    if all(k.isdigit() for k in out):  # Claude Code lists tasks in no set order; ids are creation order
+        out = dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+    return out
 
 
 def todos_from_summary(summary: str | None) -> list[str]:
