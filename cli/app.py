@@ -177,11 +177,14 @@ app.add_typer(profile_app, name="profile")
 def profile_show(json_out: JsonOpt = False) -> None:
     """Show what was learned per log source and model."""
     from ctxfold.cli import render
-    from ctxfold.core.engine.profile import Profiles
+    from ctxfold.core.engine.profile import BUILTIN, Profiles
 
     profiles = Profiles()
     if json_out:
-        render.emit_json({"command": "profile show", "path": str(profiles.path), **profiles.data})
+        builtin = {f: {"overhead": o, "ratio": r, "sessions": n} for f, (o, r, n) in BUILTIN.items()}
+        render.emit_json(
+            {"command": "profile show", "path": str(profiles.path), **profiles.data, "builtin": builtin}
+        )
     else:
         render.profile(profiles)
 

@@ -263,7 +263,11 @@ def _rows_table(rep: Report, all_rows: bool) -> None:
 def profile(profiles: Profiles) -> None:
     import statistics
 
+    from ctxfold.core.engine.profile import BUILTIN
+
     out.print(Text(f"profile: {profiles.path}"))
+    shipped = ", ".join(f"{f} {o:,} hidden × {r}" for f, (o, r, _) in BUILTIN.items())
+    out.print(Text(f"  shipped priors, used until a source has a learned session: {shipped}"))
     if not profiles.profiles:
         out.print("  nothing learned yet: run estimate or report on a session")
         return

@@ -185,6 +185,12 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
     assert prof.prior("claude-code|claude-haiku-4", "anthropic").overhead == 28_000  # any model of the source
     prof.save()
     assert Profiles(tmp_path / "p.json").profiles == prof.profiles
+    old = {
+        "version": 1,
+        "profiles": {"claude-code|claude-opus-4": {"sessions": {"x": {"overhead": 1, "ratio": 1}}}},
+    }
+    (tmp_path / "p.json").write_bytes(orjson.dumps(old))
+    assert Profiles(tmp_path / "p.json").profiles == {}  # learned under other counting rules: set aside
     (tmp_path / "p.json").write_text("not json")
     with pytest.raises(ConfigError, match="profile reset"):
         Profiles(tmp_path / "p.json")

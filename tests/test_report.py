@@ -91,6 +91,8 @@ def test_plot(tmp_path: Path, suffix: str) -> None:
 def test_profile_learned_then_shown_and_reset() -> None:
     empty = orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)
     assert empty["profiles"] == {}
+    assert empty["builtin"]["claude-code"]["sessions"] >= 1
+    assert "shipped priors" in runner.invoke(app, ["profile", "show"]).stdout
     assert runner.invoke(app, ["estimate", "--no-profile", str(SAMPLE)]).exit_code == 0
     assert orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"] == {}
     assert runner.invoke(app, ["report", str(SAMPLE)]).exit_code == 0

@@ -29,7 +29,9 @@ from ctxfold.core.paths import cache_dir
 from ctxfold.core.tokens.models import lookup
 from ctxfold.core.tokens.session import Request
 
-VERSION = 1
+# 2: Claude Code attachment lines are counted, so what version 1 learned as hidden overhead
+# was ~2–4k tokens too high; a profile of another version is set aside, not mixed in.
+VERSION = 2
 MAX_SESSIONS = 200  # per key; the oldest are forgotten
 MIN_SESSIONS = 3  # a key with fewer sessions borrows from its log format's other models
 
