@@ -83,6 +83,7 @@ def compact(
 ) -> None:
     """Compact a session: NAME.compacted.jsonl (same format), NAME.summary.md, NAME.ctxfold.json."""
     from ctxfold.cli import render
+    from ctxfold.core.compaction.doc import compact_doc
     from ctxfold.core.compaction.run import CompactOptions, compact_file
     from ctxfold.core.config import load_config
     from ctxfold.core.providers.registry import make_summarizer
@@ -137,7 +138,7 @@ def compact(
         config=config,
     )
     if json_out:
-        render.emit_json({"command": "compact", "version": 1, **render.compact_dict(result)})
+        render.emit_json({"command": "compact", "version": 1, **compact_doc(result)})
     else:
         render.compact(result)
 
@@ -157,9 +158,7 @@ def validate(
 
     results = [check(path, fmt) for path in expand(files)]
     if json_out:
-        render.emit_json(
-            {"command": "validate", "version": 1, "files": [render.validation_dict(v) for v in results]}
-        )
+        render.emit_json({"command": "validate", "version": 1, "files": [v.to_dict() for v in results]})
     else:
         render.validation(results)
     if any(not v.ok for v in results):

@@ -286,45 +286,10 @@ def profile(profiles: Profiles) -> None:
     out.print(t)
 
 
-def compact_dict(r: CompactResult) -> dict[str, Any]:
-    s = r.summary
-    return {
-        "status": r.status,
-        "path": r.path,
-        "format": r.format,
-        "written_format": r.outputs.written_format,
-        "incremental": r.incremental,
-        "strategy": r.strategy,
-        "threshold": r.policy.threshold,
-        "window": r.policy.window,
-        "tokens_before": r.tokens_before,
-        "tokens_after": r.tokens_after,
-        "estimate_before": r.estimate_before,
-        "estimate_after": r.estimate_after,
-        "messages_before": r.messages_before,
-        "messages_after": r.messages_after,
-        "outputs": None
-        if r.status != "compacted"
-        else {
-            "compacted": str(r.outputs.compacted),
-            "summary": str(r.outputs.summary),
-            "state": str(r.outputs.state),
-        },
-        "would_write": None
-        if r.status == "compacted"
-        else {
-            "compacted": str(r.outputs.compacted),
-            "summary": str(r.outputs.summary),
-            "state": str(r.outputs.state),
-        },
-        "summarizer": None if s is None else {"provider": s.provider, "model": s.model, "usage": s.usage},
-        "notes": r.notes,
-        "warnings": [*r.warnings, *(s.warnings if s else [])],
-    }
-
-
 def compact(r: CompactResult) -> None:
-    d = compact_dict(r)
+    from ctxfold.core.compaction.doc import compact_doc
+
+    d = compact_doc(r)
     for w in d["warnings"]:
         warn(w)
     head = Text.assemble((r.path, "bold"), f"  ({r.format}{', incremental' if r.incremental else ''})")
@@ -363,16 +328,6 @@ def compact(r: CompactResult) -> None:
         out.print(Text(f"  note         {n}"))
     for k, label in (("compacted", "transcript"), ("summary", "summary"), ("state", "state")):
         out.print(Text(f"  {label:<12} {d['outputs'][k]}"))
-
-
-def validation_dict(v: Validation) -> dict[str, Any]:
-    return {
-        "path": v.path,
-        "format": v.format,
-        "entries": v.entries,
-        "ok": v.ok,
-        "violations": [{"line": x.line, "message": x.message} for x in v.violations],
-    }
 
 
 def validation(results: Sequence[Validation]) -> None:

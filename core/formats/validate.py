@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ctxfold.core.errors import InputError, LineError
 from ctxfold.core.formats.loader import open_transcript
@@ -42,6 +43,16 @@ class Validation:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        """This file's entry in ``validate --json``."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "entries": self.entries,
+            "ok": self.ok,
+            "violations": [{"line": x.line, "message": x.message} for x in self.violations],
+        }
 
 
 def validate(path: str, fmt: str | None = None) -> Validation:

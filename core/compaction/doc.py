@@ -1,0 +1,44 @@
+"""The ``compact --json`` document: what a compaction did, or would do, as plain data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxfold.core.compaction.run import CompactResult
+
+
+def compact_doc(r: CompactResult) -> dict[str, Any]:
+    s = r.summary
+    return {
+        "status": r.status,
+        "path": r.path,
+        "format": r.format,
+        "written_format": r.outputs.written_format,
+        "incremental": r.incremental,
+        "strategy": r.strategy,
+        "threshold": r.policy.threshold,
+        "window": r.policy.window,
+        "tokens_before": r.tokens_before,
+        "tokens_after": r.tokens_after,
+        "estimate_before": r.estimate_before,
+        "estimate_after": r.estimate_after,
+        "messages_before": r.messages_before,
+        "messages_after": r.messages_after,
+        "outputs": None
+        if r.status != "compacted"
+        else {
+            "compacted": str(r.outputs.compacted),
+            "summary": str(r.outputs.summary),
+            "state": str(r.outputs.state),
+        },
+        "would_write": None
+        if r.status == "compacted"
+        else {
+            "compacted": str(r.outputs.compacted),
+            "summary": str(r.outputs.summary),
+            "state": str(r.outputs.state),
+        },
+        "summarizer": None if s is None else {"provider": s.provider, "model": s.model, "usage": s.usage},
+        "notes": r.notes,
+        "warnings": [*r.warnings, *(s.warnings if s else [])],
+    }
