@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, real_files
+from conftest import FIXTURES, real, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
@@ -307,3 +307,15 @@ def test_appended_real_session_folds_only_the_new_part(tmp_path: Path, path: Pat
     second = load_state(outputs(src)[2])
     assert second is not None and second.watermark == len(entries) and len(second.passes) == 2
     assert validate(str(outputs(src)[0])).ok
+
+
+def test_state_keeps_a_fully_logged_first_ratio(tmp_path: Path) -> None:
+    """The LiteLLM log records whole requests: its first counts 4,812 real for 4,363 estimated
+    (1.10), under the growth slope, so the state file keeps the first-request ratio apart."""
+    src = copy(tmp_path, real("litellm/openhands-sdk-sonnet4-requests.jsonl"))
+    code, _, err = run(str(src), "--force", "--no-profile", "--json")
+    assert code == 0, err
+    state = load_state(outputs(src)[2])
+    assert state is not None
+    c = state.calibration
+    assert c["overhead"] == 0 and 1.0 < c["first_ratio"] < c["ratio"]

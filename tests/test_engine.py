@@ -7,7 +7,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ctxfold.core.engine.calibration import GrowthCalibrator, Prior, SeedCalibrator, make_calibrator
+from ctxfold.core.engine.calibration import (
+    GrowthCalibrator,
+    Prior,
+    SeedCalibrator,
+    make_calibrator,
+    split_first,
+)
 from ctxfold.core.engine.guard import ContextGuard, WindowTooSmallError
 from ctxfold.core.engine.policy import compute_buffer, make_policy, parse_buffer
 from ctxfold.core.engine.profile import BUILTIN, Observation, Profiles, observe_session
@@ -203,3 +209,28 @@ def test_observe_session_uses_the_first_request_and_the_slope() -> None:
     ]
     obs = observe_session(reqs, "anthropic")
     assert obs is not None and obs.ratio == 1.3 and obs.overhead == 25_000
+    assert obs.first_ratio is None
+
+
+def test_a_fully_logged_first_request_keeps_its_own_ratio(tmp_path: Path) -> None:
+    """A request log shows everything sent: real 4,400 for an estimate of 4,000 is a 1.1 ratio
+    on the first request, not a negative hidden prompt under the growth ratio 1.3."""
+    assert split_first(4_000, 4_400, 1.3) == (0, 1.1)
+    assert split_first(1_000, 26_300, 1.3) == (25_000, None)
+    reqs = [
+        Request(0, 4_000, 1, real=4_400, real_source="usage"),
+        Request(1, 14_000, 5, real=17_400, real_source="usage"),  # slope 1.3
+    ]
+    obs = observe_session(reqs, "anthropic")
+    assert obs == Observation(0, 1.3, 1.1)
+    prof = Profiles(tmp_path / "p.json")
+    prof.learn("litellm|claude-sonnet-4", "a", obs)
+    prior = prof.prior("litellm|claude-sonnet-4", "anthropic")
+    assert (prior.overhead, prior.ratio, prior.first_ratio) == (0, 1.3, 1.1)
+    cal = GrowthCalibrator(prior)
+    assert cal.predict(5_000).tokens == 5_500  # the first request: its own ratio
+    cal.observe(5_000, 5_500)
+    assert cal.predict(6_000).tokens == 5_500 + 1_300  # growth: the growth ratio
+    cal.observe(8_000, 9_400)  # slope (9400 − 5500) / 3000 = 1.3
+    cal.reset()  # the next segment starts from the same split
+    assert (cal.prior.overhead, cal.prior.ratio, cal.prior.first_ratio) == (0, 1.3, 1.1)

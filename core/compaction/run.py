@@ -239,7 +239,8 @@ def _prior(est: FileEstimate, use_profile: bool) -> Prior:
 def _state_prior(state: State, fallback: Prior) -> Prior:
     c = state.calibration
     if "ratio" in c and "overhead" in c:
-        return Prior(int(c["overhead"]), float(c["ratio"]), "state file")
+        first = c.get("first_ratio")
+        return Prior(int(c["overhead"]), float(c["ratio"]), "state file", float(first) if first else None)
     return fallback
 
 
@@ -277,6 +278,7 @@ def _new_state(
             "overhead": prior.overhead,
             "ratio": prior.ratio,
             "source": prior.source,
+            **({"first_ratio": prior.first_ratio} if prior.first_ratio is not None else {}),
         },
         strategy=strategy,
         provider=r.summary.provider if r.summary else provider,

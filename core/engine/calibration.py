@@ -46,11 +46,32 @@ class Prediction:
 
 @dataclass(frozen=True, slots=True)
 class Prior:
-    """What is known before the first real count: hidden overhead and tokenizer ratio."""
+    """What is known before the first real count: hidden overhead and tokenizer ratio.
+
+    ``first_ratio`` is set when a first request showed everything it sent and counted less
+    than ``ratio ×`` its estimate (a request log: system prompt and tool schemas tokenize
+    closer to o200k than the conversation that grows after them). The first request is then
+    predicted as ``estimate × first_ratio``; growth still uses ``ratio``.
+    """
 
     overhead: int = 0
     ratio: float = 1.0
     source: str = "provider default"
+    first_ratio: float | None = None
+
+    @property
+    def first(self) -> float:
+        return self.ratio if self.first_ratio is None else self.first_ratio
+
+
+def split_first(estimate: int, real: int, ratio: float) -> tuple[int, float | None]:
+    """A first request's (hidden overhead, first-request ratio): what ``ratio`` leaves over is
+    hidden; when it leaves less than nothing, nothing was hidden and the request's own ratio
+    is kept instead."""
+    hidden = real - ratio * estimate
+    if hidden >= 0 or estimate <= 0:
+        return int(hidden), None
+    return 0, round(real / estimate, 4)
 
 
 class Calibrator(Protocol):
@@ -148,8 +169,8 @@ class GrowthCalibrator(_Base):
         if self.history:
             ratio, _ = self.ratio()
             e0, r0 = self.history[0]
-            hidden = r0 - ratio * e0
-            self.prior = Prior(max(0, int(hidden)), ratio, "learned before the last compaction")
+            hidden, first = split_first(e0, r0, ratio)
+            self.prior = Prior(max(0, hidden), ratio, "learned before the last compaction", first)
         self.history.clear()
 
 
@@ -183,9 +204,9 @@ def _fit(points: list[tuple[int, int]]) -> tuple[float, float] | None:
 
 
 def _from_prior(prior: Prior, estimate: int) -> Prediction:
-    tokens = int(prior.overhead + estimate * prior.ratio)
-    basis = f"no real count yet: hidden {prior.overhead:,} + estimate × {prior.ratio:.3f} ({prior.source})"
-    return Prediction(tokens, prior.ratio, basis)
+    tokens = int(prior.overhead + estimate * prior.first)
+    basis = f"no real count yet: hidden {prior.overhead:,} + estimate × {prior.first:.3f} ({prior.source})"
+    return Prediction(tokens, prior.first, basis)
 
 
 SEED_DEFAULT_FACTOR = {"heuristic": 2.5, "o200k": 1.5, "cl100k": 1.5}

@@ -23,7 +23,14 @@ from typing import Any
 import orjson
 
 from ctxfold.core.atomic import write_atomic
-from ctxfold.core.engine.calibration import MAX_RATIO, MIN_RATIO, PROVIDER_RATIO, SLOPE_MIN_SPAN, Prior
+from ctxfold.core.engine.calibration import (
+    MAX_RATIO,
+    MIN_RATIO,
+    PROVIDER_RATIO,
+    SLOPE_MIN_SPAN,
+    Prior,
+    split_first,
+)
 from ctxfold.core.errors import ConfigError
 from ctxfold.core.paths import cache_dir
 from ctxfold.core.tokens.models import lookup
@@ -69,6 +76,7 @@ def key_for(source_format: str, model: str | None) -> str:
 class Observation:
     overhead: int
     ratio: float
+    first_ratio: float | None = None  # see Prior.first_ratio
 
 
 def observe_session(requests: Sequence[Request], provider: str) -> Observation | None:
@@ -84,7 +92,8 @@ def observe_session(requests: Sequence[Request], provider: str) -> Observation |
     (e0, r0), (e1, r1) = points[0], points[-1]
     if e1 - e0 >= SLOPE_MIN_SPAN:
         ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
-    return Observation(max(0, int(r0 - ratio * e0)), round(ratio, 4))
+    hidden, first = split_first(e0, r0, ratio)
+    return Observation(max(0, hidden), round(ratio, 4), first)
 
 
 class Profiles:
@@ -117,6 +126,8 @@ class Profiles:
         sessions: dict[str, Any] = entry["sessions"]
         sessions.pop(session, None)
         sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
+        if obs.first_ratio is not None:
+            sessions[session]["first_ratio"] = obs.first_ratio
         while len(sessions) > MAX_SESSIONS:
             sessions.pop(next(iter(sessions)))
 
@@ -147,7 +158,9 @@ class Profiles:
         scope, obs = chosen
         overhead = int(statistics.median(o["overhead"] for o in obs))
         ratio = float(statistics.median(o["ratio"] for o in obs))
-        return Prior(overhead, ratio, f"profile {scope}, {len(obs)} session(s)")
+        first = float(statistics.median(o.get("first_ratio", o["ratio"]) for o in obs))
+        source = f"profile {scope}, {len(obs)} session(s)"
+        return Prior(overhead, ratio, source, None if first == ratio else first)
 
     def save(self) -> None:
         write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))

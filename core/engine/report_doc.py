@@ -100,6 +100,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "prior": {
             "overhead": report.prior.overhead,
             "ratio": report.prior.ratio,
+            "first_ratio": report.prior.first_ratio,
             "source": report.prior.source,
         },
         "summary": summary(report),
@@ -134,7 +135,7 @@ def explain(report: Report) -> list[tuple[str, str]]:
         ("calibration", f"{report.calibration}: {last.basis}"),
         (
             "prior",
-            f"hidden {report.prior.overhead:,} + ratio {report.prior.ratio:.3f} ({report.prior.source})",
+            f"hidden {report.prior.overhead:,} + ratio {report.prior.first:.3f} ({report.prior.source})",
         ),
         ("real count", real_from),
         ("prediction", f"{last.calibrated:,} tokens (factor {last.factor:.3f})"),
