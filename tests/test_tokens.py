@@ -159,6 +159,20 @@ def test_thinking_counts_for_anthropic_only() -> None:
     assert Counter(tok, "openai").count_messages([msg])[0].thinking == 0
 
 
+def test_summarized_thinking_counts_at_least_its_signature() -> None:
+    """Claude 4 shows a summary of its thinking; the signature carries the whole of it."""
+    tok = get_tokenizer("o200k")
+    counter = Counter(tok, "anthropic")
+    short = "weighing two options"
+    summarized = Message("assistant", (ThinkingPart(short, signature="s" * 1000), TextPart("done")))
+    (c,) = counter.count_messages([summarized])
+    assert c.thinking == 220 and c.total == sum(c.by_category.values())
+    assert c.by_category["assistant"] == 220 + tok.count("done") + counter.framing.per_message
+    full = " ".join(["a long line of thinking written out in full"] * 100)  # longer than 0.22 × 1000
+    (c,) = counter.count_messages([Message("assistant", (ThinkingPart(full, signature="s" * 1000),))])
+    assert c.thinking == tok.count(full)
+
+
 def test_tool_definitions_are_counted_as_serialized() -> None:
     tok = get_tokenizer("o200k")
     tools = [

@@ -28,6 +28,13 @@ from ctxfold.core.transcript.model import (
 )
 
 SIGNATURE_TOKENS_PER_CHAR = 0.34
+# Claude 4 models return a *summary* of their thinking, but the full thinking (carried by the
+# signature) is what the next request reads: a Claude Code scout-images response showed 7.4k
+# characters of thinking, 9,203 output tokens, and the next request grew by 9,198. Over the
+# real logs with summarized thinking (Claude Code scout and solsmile, pi), output tokens not
+# explained by the visible text are 0.20–0.23 per signature character, so the thinking of a
+# message counts at least that much.
+SUMMARIZED_SIGNATURE_TOKENS_PER_CHAR = 0.22
 CATEGORIES = ("system", "tools", "user", "assistant", "tool_calls", "tool_results", "media")
 
 
@@ -64,6 +71,7 @@ class Batch:
     texts: list[str]
     owners: list[tuple[int, str, bool]]  # (message index, category, is thinking)
     counts: list[MessageCount]
+    thinking_floor: dict[int, int] = field(default_factory=dict)  # message index → minimum thinking
 
 
 @dataclass(slots=True)
@@ -137,6 +145,7 @@ class Counter:
         texts: list[str] = []
         owners: list[tuple[int, str, bool]] = []  # (message index, category, is thinking)
         counts: list[MessageCount] = []
+        floors: dict[int, int] = {}
         f = self.framing
         for i, msg in enumerate(messages):
             mc = MessageCount(role=msg.role, id=msg.id, preview=_preview(msg))
@@ -164,6 +173,9 @@ class Counter:
                     if part.text:
                         texts.append(part.text)
                         owners.append((i, "assistant", True))
+                        if part.signature:
+                            floor = round(len(part.signature) * SUMMARIZED_SIGNATURE_TOKENS_PER_CHAR)
+                            floors[i] = floors.get(i, 0) + floor
                     elif part.signature or part.encrypted:
                         hidden = thinking_from_blob(part)
                         fixed["assistant"] = fixed.get("assistant", 0) + hidden
@@ -176,7 +188,7 @@ class Counter:
             mc.by_category = fixed
             mc.total = sum(fixed.values())
             counts.append(mc)
-        return Batch(texts, owners, counts)
+        return Batch(texts, owners, counts, floors)
 
     @staticmethod
     def finish(batch: Batch, tokens: Sequence[int]) -> list[MessageCount]:
@@ -188,6 +200,13 @@ class Counter:
             mc.total += n
             if thinking:
                 mc.thinking += n
+        for i, floor in batch.thinking_floor.items():  # summarized thinking: the signature's size
+            mc = counts[i]
+            if floor > mc.thinking:
+                extra = floor - mc.thinking
+                mc.by_category["assistant"] = mc.by_category.get("assistant", 0) + extra
+                mc.total += extra
+                mc.thinking = floor
         return counts
 
     def media_tokens(
