@@ -12,12 +12,13 @@ from PIL import Image
 
 from ctxfold.core.errors import TokenizerError, UsageError
 from ctxfold.core.tokens import encodings, media
-from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.tokens.counting import TOOL_REFERENCE_TOKENS, Counter
 from ctxfold.core.tokens.models import lookup, resolve
 from ctxfold.core.tokens.tokenizers import HeuristicTokenizer, get_tokenizer
 from ctxfold.core.transcript.model import (
     MediaPart,
     Message,
+    OpaquePart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -171,6 +172,16 @@ def test_summarized_thinking_counts_at_least_its_signature() -> None:
     full = " ".join(["a long line of thinking written out in full"] * 100)  # longer than 0.22 × 1000
     (c,) = counter.count_messages([Message("assistant", (ThinkingPart(full, signature="s" * 1000),))])
     assert c.thinking == tok.count(full)
+
+
+def test_tool_reference_counts_as_the_definition_it_loads() -> None:
+    tok = get_tokenizer("o200k")
+    counter = Counter(tok, "anthropic")
+    refs = tuple(OpaquePart({"type": "tool_reference", "tool_name": n}, type="tool_reference") for n in "AB")
+    (c,) = counter.count_messages([Message("user", (ToolResultPart("t1", refs),))])
+    f = counter.framing
+    assert c.by_category["tool_results"] == 2 * TOOL_REFERENCE_TOKENS + f.per_tool_result
+    assert c.total == c.by_category["tool_results"] + f.per_message
 
 
 def test_tool_definitions_are_counted_as_serialized() -> None:

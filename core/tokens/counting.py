@@ -35,6 +35,12 @@ SIGNATURE_TOKENS_PER_CHAR = 0.34
 # explained by the visible text are 0.20–0.23 per signature character, so the thinking of a
 # message counts at least that much.
 SUMMARIZED_SIGNATURE_TOKENS_PER_CHAR = 0.22
+# A ``tool_reference`` block (Claude Code's ToolSearch result) is expanded by the API into the
+# referenced tool's full definition, which the log does not hold. On the real logs, the 13
+# references in 6 ToolSearch results (Claude Code posthog and privacy sessions) grew the next
+# request by 14.7k real tokens more than its visible growth: ~1,130 each, ÷ those sessions'
+# tokenizer ratio 1.38 ≈ 820 estimated tokens.
+TOOL_REFERENCE_TOKENS = 820
 CATEGORIES = ("system", "tools", "user", "assistant", "tool_calls", "tool_results", "media")
 
 
@@ -162,7 +168,9 @@ class Counter:
                 elif isinstance(part, ToolResultPart):
                     fixed["tool_results"] = fixed.get("tool_results", 0) + f.per_tool_result
                     for sub in part.content:
-                        if isinstance(sub, MediaPart):
+                        if isinstance(sub, OpaquePart) and sub.type == "tool_reference":
+                            fixed["tool_results"] = fixed.get("tool_results", 0) + TOOL_REFERENCE_TOKENS
+                        elif isinstance(sub, MediaPart):
                             fixed["media"] = fixed.get("media", 0) + self.media_tokens(sub, texts, owners, i)
                         else:
                             texts.append(sub.text if isinstance(sub, TextPart) else _json(sub.data))
