@@ -20,7 +20,7 @@ The per-file counts come from (run in ../shared/fixtures-real/claude-code/)::
       attachments: [.[]|select(.type=="attachment" and (side|not) and (.attachment.type|IN(
                    "skill_listing","deferred_tools_delta","mcp_instructions_delta","todo_reminder",
                    "task_reminder","file","compact_file_reference","queued_command",
-                   "selected_lines_in_ide")))]|length,
+                   "selected_lines_in_ide","hook_additional_context")))]|length,
       session:    ([.[]|.sessionId|strings]|first),
       last_usage: ([.[]|select(.type=="assistant" and (side|not) and .message.model!="<synthetic>")]
                    |last|.message.usage|[.input_tokens,.cache_creation_input_tokens,.cache_read_input_tokens,.output_tokens])
@@ -500,10 +500,14 @@ def test_attachment_renderings(tmp_path: Path) -> None:
             "a3", {"type": "queued_command", "prompt": "<task-notification>done</task-notification>"}
         ),
         _attachment("a4", {"type": "hook_success", "content": "ok"}),  # not known to reach the model
+        _attachment(
+            "a6", {"type": "hook_additional_context", "hookEvent": "SessionStart", "content": ["memo"]}
+        ),
         _attachment("a5", {"type": "skill_listing"}),  # no content: nothing to send
     )
     msgs = {m.id: m for m in messages(entries(path))}
-    assert set(msgs) == {GOOD["uuid"], "a1", "a2", "a3"}
+    assert set(msgs) == {GOOD["uuid"], "a1", "a2", "a3", "a6"}
+    assert msgs["a6"].text == "<system-reminder>\nmemo\n</system-reminder>"
     assert "[pending] ship it" in msgs["a1"].text and msgs["a1"].text.startswith("<system-reminder>")
     assert "     1\tx = 1\n     2\ty = 2" in msgs["a2"].text and "/r/a.py" in msgs["a2"].text
     assert msgs["a3"].text == "<task-notification>done</task-notification>"  # the prompt itself

@@ -7,9 +7,10 @@ user message. A session's first request carries 2–4k o200k tokens of them, and
 repeat ~800 tokens every few turns, so a reader that drops them undercounts every request.
 
 The exact wording Claude Code wraps around each one is not in the log; the renderings below
-carry the logged content with a short header, which is what dominates the count. Attachment
-types not listed here (hook results, IDE notices and the like) stay bookkeeping: whether they
-reach the model varies, and they are small.
+carry the logged content with a short header, which is what dominates the count. Context a
+hook injects (``hook_additional_context``) is sent too. Attachment types not listed here (hook
+run results, IDE notices and the like) stay bookkeeping: whether they reach the model varies,
+and they are small.
 """
 
 from __future__ import annotations
@@ -109,6 +110,13 @@ def _queued(a: dict[str, Any]) -> str | None:
     return prompt if isinstance(prompt, str) and prompt else None
 
 
+def _hook_context(a: dict[str, Any]) -> str | None:
+    """What a hook (SessionStart, UserPromptSubmit, PostToolUse...) added for the model to read."""
+    content = a.get("content")
+    texts = [content] if isinstance(content, str) else _strings(content)
+    return "\n".join(texts) if texts else None
+
+
 def _selection(a: dict[str, Any]) -> str | None:
     content, path = a.get("content"), a.get("filename")
     if not isinstance(content, str) or not isinstance(path, str):
@@ -129,6 +137,7 @@ RENDER: dict[str, tuple[Callable[[dict[str, Any]], str | None], bool]] = {
     "file": (_file, True),
     "compact_file_reference": (_file_reference, True),
     "queued_command": (_queued, False),
+    "hook_additional_context": (_hook_context, True),
     "selected_lines_in_ide": (_selection, True),
 }
 
