@@ -7,15 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
-from typing import Any
 
 from conftest import FIXTURES, real_files
 
-from ctxfold.core.formats import loader, registry
-from ctxfold.core.formats.base import Line
-from ctxfold.core.formats.jsonl import iter_lines
+from ctxfold.core.formats import loader
 from ctxfold.core.transcript.model import Entry, MediaPart, Message, OpaquePart, ThinkingPart, ToolResultPart
 
 API_FORMATS = ("openai-chat", "openai-responses", "anthropic", "genai")
@@ -68,14 +64,6 @@ def expect_of(items: list[Entry]) -> Expect:
     usages = [e.usage for e in items if isinstance(e, Message) and e.usage is not None]
     fields = {k: c.get(k, 0) for k in Expect.__dataclass_fields__ if k != "last_prompt"}
     return Expect(**fields, last_prompt=usages[-1].prompt_tokens if usages else 0)
-
-
-def head(path: Path) -> list[Any]:
-    return [x.data for x in islice(iter_lines(path), loader.SNIFF_LINES) if isinstance(x, Line)]
-
-
-def detect(path: Path) -> str:
-    return registry.detect(head(path))[0]
 
 
 def other_files(own: str) -> list[Path]:

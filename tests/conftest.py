@@ -30,6 +30,25 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
     return path
 
 
+def sniff_head(path: Path) -> list[Any]:
+    """What format detection sees: the first parsed lines, skipping lines that are not JSON."""
+    from itertools import islice
+
+    from ctxfold.core.formats.base import Line
+    from ctxfold.core.formats.jsonl import iter_lines
+    from ctxfold.core.formats.loader import SNIFF_LINES
+
+    parsed = (x.data for x in iter_lines(path) if isinstance(x, Line))
+    return list(islice(parsed, SNIFF_LINES))
+
+
+def detect(path: Path) -> str:
+    """The format detection names for ``path``."""
+    from ctxfold.core.formats.registry import detect as detect_objs
+
+    return detect_objs(sniff_head(path))[0]
+
+
 def real_files() -> list[Path]:
     """Every real session file (empty when ../shared is absent)."""
     return sorted(REAL.glob("*/*.jsonl")) if REAL.is_dir() else []

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_formats import Expect, counts, detect, entries, expect_of, head, other_files, tool_results
-from conftest import FIXTURES
+from api_formats import Expect, counts, entries, expect_of, other_files, tool_results
+from conftest import FIXTURES, detect, sniff_head
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats import anthropic, loader
@@ -70,7 +70,7 @@ def test_detected_as_anthropic(name: str) -> None:
 
 @pytest.mark.parametrize("path", other_files("anthropic"), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_other_formats_not_claimed(path: Path) -> None:
-    assert anthropic.sniff(head(path)) == 0
+    assert anthropic.sniff(sniff_head(path)) == 0
 
 
 def test_session_spot_values() -> None:

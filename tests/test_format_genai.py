@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_formats import Expect, detect, entries, expect_of, head, other_files, tool_results
-from conftest import FIXTURES
+from api_formats import Expect, entries, expect_of, other_files, tool_results
+from conftest import FIXTURES, detect, sniff_head
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats import genai, loader
@@ -70,7 +70,7 @@ def test_detected_as_genai(name: str) -> None:
 
 @pytest.mark.parametrize("path", other_files("genai"), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_other_formats_not_claimed(path: Path) -> None:
-    assert genai.sniff(head(path)) == 0
+    assert genai.sniff(sniff_head(path)) == 0
 
 
 def test_adk_spot_values() -> None:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_formats import Expect, detect, entries, expect_of, head, other_files, tool_results
-from conftest import FIXTURES
+from api_formats import Expect, entries, expect_of, other_files, tool_results
+from conftest import FIXTURES, detect, sniff_head
 
 from ctxfold.core.errors import LineError
 from ctxfold.core.formats import loader, openai_responses
@@ -73,7 +73,7 @@ def test_detected_as_openai_responses(name: str) -> None:
 
 @pytest.mark.parametrize("path", other_files("openai-responses"), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_other_formats_not_claimed(path: Path) -> None:
-    assert openai_responses.sniff(head(path)) == 0
+    assert openai_responses.sniff(sniff_head(path)) == 0
 
 
 def test_items_spot_values() -> None:

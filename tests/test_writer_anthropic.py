@@ -6,12 +6,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, write_jsonl
+from conftest import FIXTURES, detect, write_jsonl
 from writer_support import (
     SUMMARY,
     assert_compact,
     compacted,
-    detect,
     read_items,
     summary_first,
     tail_kept,

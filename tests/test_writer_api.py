@@ -9,8 +9,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import FIXTURES
-from writer_support import assert_compact, body, detect, read_items, same_context, write_file
+from conftest import FIXTURES, detect
+from writer_support import assert_compact, body, read_items, same_context, write_file
 
 from ctxfold.core.formats import (
     anthropic_writer,

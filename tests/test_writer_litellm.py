@@ -13,8 +13,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, real_files
-from writer_support import assert_compact, compacted, detect, read_items, summary_first, tail_kept, write_file
+from conftest import FIXTURES, detect, real_files
+from writer_support import assert_compact, compacted, read_items, summary_first, tail_kept, write_file
 
 from ctxfold.core.formats import litellm_writer as w
 from ctxfold.core.formats import loader

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, real_files, write_jsonl
-from writer_support import SUMMARY, assert_compact, compacted, detect, read_items, write_file
+from conftest import FIXTURES, detect, real_files, write_jsonl
+from writer_support import SUMMARY, assert_compact, compacted, read_items, write_file
 
 from ctxfold.core.formats import loader
 from ctxfold.core.formats import native_writer as w

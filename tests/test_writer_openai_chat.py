@@ -6,16 +6,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, write_jsonl
-from writer_support import (
-    assert_compact,
-    compacted,
-    detect,
-    read_items,
-    summary_first,
-    tail_kept,
-    write_file,
-)
+from conftest import FIXTURES, detect, write_jsonl
+from writer_support import assert_compact, compacted, read_items, summary_first, tail_kept, write_file
 
 from ctxfold.core.formats import loader
 from ctxfold.core.formats import openai_chat_writer as w

@@ -10,9 +10,8 @@ from types import ModuleType
 from typing import Any
 
 import orjson
-from api_formats import head
 
-from ctxfold.core.formats import api_writing, loader, registry
+from ctxfold.core.formats import api_writing, loader
 from ctxfold.core.strategies.summary import SUMMARY_OPEN, continuation_message, summary_message
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -43,10 +42,6 @@ def read_items(path: Path, fmt: str) -> list[tuple[int, Entry]]:
     assert isinstance(opened.entries, Iterator)
     assert list(opened.entries) == [e for _, e in items]
     return items
-
-
-def detect(path: Path) -> str:
-    return registry.detect(head(path))[0]
 
 
 def assert_compact(path: Path) -> None:
