@@ -82,6 +82,11 @@ def epoch_iso(value: Any) -> str | None:
         return None
 
 
+def now_iso() -> str:
+    """The current UTC time as the agent logs write it: ISO 8601 with milliseconds and ``Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def as_int(value: Any) -> int:
     """Token counts arrive as ints, floats or numeric strings; anything else counts as 0."""
     if isinstance(value, bool):

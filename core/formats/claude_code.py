@@ -268,14 +268,20 @@ class Reader:
             extra=extra,
         )
         p = self._pending
-        if (
+        results_only = bool(
             p is not None
             and p.branch == branch
             and isinstance(content, list)
             and content
             and all(isinstance(x, ToolResultPart) for x in message.parts)
-        ):
-            self._deferred.append(message)  # more lines of the pending response may follow
+        )
+        return self._emit(d, message, defer=results_only)
+
+    def _emit(self, d: dict[str, Any], message: Message, *, defer: bool) -> list[Entry]:
+        """A user-side message: held behind the response being assembled (more of its lines may
+        follow), or emitted after it."""
+        if defer:
+            self._deferred.append(message)
             return []
         out = self._flush()
         self._context(d, out)
@@ -295,13 +301,7 @@ class Reader:
             branch=_branch(d),
             extra=rest(d, _LINE_USED),
         )
-        if self._pending is not None:
-            self._deferred.append(message)  # sent after the response being assembled, like results
-            return []
-        out = self._flush()
-        self._context(d, out)
-        out.append(message)
-        return out
+        return self._emit(d, message, defer=self._pending is not None)
 
     def _system(self, d: dict[str, Any], line: Line) -> list[Entry]:
         sub = d.get("subtype")

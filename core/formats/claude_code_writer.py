@@ -27,12 +27,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
+from ctxfold.core.formats.base import now_iso
 from ctxfold.core.formats.claude_code_check import check, check_file
+from ctxfold.core.formats.claude_code_parts import SYNTHETIC
 from ctxfold.core.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -52,7 +53,6 @@ from ctxfold.core.transcript.model import (
 __all__ = ["check", "check_file", "write"]
 
 NAME = "claude-code"
-SYNTHETIC = "<synthetic>"  # Claude Code's model name for an assistant message no request produced
 DEFAULT_VERSION = "2.1.112"  # the newest version whose compaction lines we checked our output against
 # Fields Claude Code writes on every conversation line, taken from the session's own lines.
 _COMMON = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug")
@@ -61,10 +61,6 @@ _SKIP = frozenset(
     {"parentUuid", "logicalParentUuid", "uuid", "uuids", "timestamp", "type", "message", "isSidechain",
      "sessionId", "ctxfold"}
 )  # fmt: skip
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _sources(t: Transcript) -> list[Transcript]:
@@ -175,7 +171,7 @@ class _Writer:
         self.sid = sid
         self.template = {k: v for k, v in template.items() if k != "sessionId"}
         self.prev: str | None = None
-        self.ts = first_ts or _now()
+        self.ts = first_ts or now_iso()
         self.call_line: dict[str, str] = {}
 
     def line(

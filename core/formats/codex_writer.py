@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
+from ctxfold.core.formats.base import now_iso
 from ctxfold.core.formats.codex_check import check, check_file
 from ctxfold.core.transcript.model import (
     ApiError,
@@ -43,10 +43,6 @@ from ctxfold.core.transcript.model import (
 __all__ = ["check", "check_file", "item", "items", "write"]
 
 NAME = "codex"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # ------------------------------------------------------------------------------ response items
@@ -231,7 +227,7 @@ def _first_timestamp(t: Transcript) -> str:
         ts = getattr(e, "timestamp", None)
         if isinstance(ts, str):
             return ts
-    return _now()
+    return now_iso()
 
 
 def write(t: Transcript) -> Iterator[bytes]:

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ctxfold.core.formats.base import now_iso
 from ctxfold.core.formats.pi import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
 from ctxfold.core.formats.pi_check import check, check_file
 from ctxfold.core.transcript.model import (
@@ -47,10 +48,6 @@ __all__ = ["check", "check_file", "write"]
 NAME = "pi"
 VERSION = 3
 _ENTRY_KEYS = frozenset({"type", "id", "parentId", "timestamp", "ctxfold"})  # set by the writer
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _ms(iso: str) -> int:
@@ -240,7 +237,7 @@ def _split(m: Message) -> list[Message]:
 
 def _first_timestamp(t: Transcript) -> str:
     found = (e.timestamp for e in t.entries if isinstance(e, (Message, CompactionMarker)) and e.timestamp)
-    return next(found, None) or _now()
+    return next(found, None) or now_iso()
 
 
 def _recorded(w: _Writer, e: CompactionMarker) -> bytes:
