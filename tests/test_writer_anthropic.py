@@ -6,20 +6,19 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, detect, write_jsonl
+from conftest import FIXTURES, write_jsonl
 from writer_support import (
     SUMMARY,
-    assert_compact,
     compacted,
     read_items,
-    summary_first,
     tail_kept,
+    write_compacted,
     write_file,
 )
 
 from ctxfold.core.formats import anthropic_writer as w
 from ctxfold.core.formats import loader
-from ctxfold.core.transcript.model import ContextReset, Message, TextPart
+from ctxfold.core.transcript.model import ContextReset, TextPart
 
 FMT = "anthropic"
 FILES = sorted((FIXTURES / FMT).glob("*.jsonl"))
@@ -54,15 +53,7 @@ def test_earlier_conversations_are_written_as_a_request_log(tmp_path: Path) -> N
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 @pytest.mark.parametrize("history", [False, True], ids=["context-only", "with-history"])
 def test_compacted_transcript(path: Path, history: bool, tmp_path: Path) -> None:
-    t = loader.load(path, fmt=FMT)
-    c, tail = compacted(t, keep=4, history=history)
-    out = write_file(w, c, tmp_path / "out.jsonl")
-    assert_compact(out)
-    assert detect(out) == FMT
-    items = read_items(out, FMT)
-    assert w.check(items) == []
-    messages = [e for _, e in items if isinstance(e, Message)]
-    summary_first(messages)
+    t, tail, out, items, messages = write_compacted(w, path, FMT, tmp_path, history=history)
     # summary and continuation are one user message (roles alternate), and so is a kept
     # user message right after them
     first = messages[0]

@@ -14,7 +14,13 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import FIXTURES, detect, real_files
-from writer_support import assert_compact, compacted, read_items, summary_first, tail_kept, write_file
+from writer_support import (
+    assert_compact,
+    read_items,
+    tail_kept,
+    write_compacted,
+    write_file,
+)
 
 from ctxfold.core.formats import litellm_writer as w
 from ctxfold.core.formats import loader
@@ -74,16 +80,8 @@ def test_request_parameters_survive() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_compacted_transcript_is_one_request(path: Path, tmp_path: Path) -> None:
-    t = loader.load(path, fmt=FMT)
-    c, tail = compacted(t, keep=4, history=True)
-    out = write_file(w, c, tmp_path / "out.jsonl")
-    assert_compact(out)
-    assert detect(out) == FMT
+    t, tail, out, items, messages = write_compacted(w, path, FMT, tmp_path, history=True)
     assert len(out.read_bytes().splitlines()) == 1
-    items = read_items(out, FMT)
-    assert w.check(items) == []
-    messages = [e for _, e in items if isinstance(e, Message)]
-    summary_first(messages)
     assert len(messages) == 2 + len(tail)
     tail_kept(messages, [_request_part(m) for m in tail], lambda a, b: a == b)
     back = loader.materialize([e for _, e in items], FMT)

@@ -6,12 +6,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, detect, write_jsonl
-from writer_support import assert_compact, compacted, read_items, summary_first, tail_kept, write_file
+from conftest import FIXTURES, write_jsonl
+from writer_support import (
+    compacted,
+    read_items,
+    tail_kept,
+    write_compacted,
+    write_file,
+)
 
 from ctxfold.core.formats import loader
 from ctxfold.core.formats import openai_responses_writer as w
-from ctxfold.core.transcript.model import ContextReset, Message
+from ctxfold.core.transcript.model import ContextReset
 
 FMT = "openai-responses"
 FILES = sorted((FIXTURES / FMT).glob("*.jsonl"))
@@ -66,15 +72,7 @@ def test_reset_is_seen_on_its_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 @pytest.mark.parametrize("history", [False, True], ids=["context-only", "with-history"])
 def test_compacted_transcript(path: Path, history: bool, tmp_path: Path) -> None:
-    t = loader.load(path, fmt=FMT)
-    c, tail = compacted(t, keep=4, history=history)
-    out = write_file(w, c, tmp_path / "out.jsonl")
-    assert_compact(out)
-    assert detect(out) == FMT
-    items = read_items(out, FMT)
-    assert w.check(items) == []
-    messages = [e for _, e in items if isinstance(e, Message)]
-    summary_first(messages)
+    t, tail, out, _, messages = write_compacted(w, path, FMT, tmp_path, history=history)
     assert messages[1].text.startswith("[System: The conversation was compacted")
     assert len(messages) == 2 + len(tail)
     tail_kept(

@@ -7,9 +7,10 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
+from conftest import detect
 
 from ctxfold.core.formats import api_writing, loader
 from ctxfold.core.strategies.summary import SUMMARY_OPEN, continuation_message, summary_message
@@ -103,6 +104,32 @@ def summary_first(messages: list[Message]) -> None:
     assert first.role == "user"
     texts = [p for p in first.parts if isinstance(p, TextPart)]
     assert texts and texts[0].text.startswith(SUMMARY_OPEN) and SUMMARY in texts[0].text
+
+
+class WrittenCompacted(NamedTuple):
+    source: Transcript
+    tail: list[Message]  # the messages kept verbatim after the summary
+    out: Path
+    items: list[tuple[int, Entry]]
+    messages: list[Message]  # as read back from ``out``
+
+
+def write_compacted(
+    writer: ModuleType, path: Path, fmt: str, out_dir: Path, *, history: bool
+) -> WrittenCompacted:
+    """Load ``path``, compact it the way ctxfold's summary strategy does, write it with
+    ``writer`` and read it back: compact lines, detected as ``fmt``, nothing the format's
+    check flags, and the summary is the first thing the model reads."""
+    t = loader.load(path, fmt=fmt)
+    c, tail = compacted(t, keep=4, history=history)
+    out = write_file(writer, c, out_dir / "out.jsonl")
+    assert_compact(out)
+    assert detect(out) == fmt
+    items = read_items(out, fmt)
+    assert writer.check(items) == []
+    messages = [e for _, e in items if isinstance(e, Message)]
+    summary_first(messages)
+    return WrittenCompacted(t, tail, out, items, messages)
 
 
 def tail_kept(back: list[Message], tail: list[Message], same: Callable[[Message, Message], Any]) -> None:
