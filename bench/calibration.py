@@ -24,12 +24,12 @@ import statistics
 import sys
 from pathlib import Path
 
+from estimate import REAL  # the same fixtures folder (and CTXFOLD_REAL_FIXTURES) as the other benches
+
 from ctxfold.core.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
 from ctxfold.core.engine.profile import Profiles, default_prior, key_for, observe_session, session_key
 from ctxfold.core.engine.replay import replay
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
-
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real"
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -124,7 +124,7 @@ def print_observations(files: dict[str, tuple[FileEstimate, FileEstimate]]) -> N
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("root", nargs="?", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("root", nargs="?", type=Path, default=REAL)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--observations", action="store_true", help="what each session teaches the profile")
     args = ap.parse_args()
