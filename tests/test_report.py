@@ -88,21 +88,29 @@ def test_plot(tmp_path: Path, suffix: str) -> None:
     assert runner.invoke(app, ["report", "--plot", str(tmp_path / "x.pdf"), str(SAMPLE)]).exit_code == 2
 
 
-def test_profile_learned_then_shown_and_reset() -> None:
+def test_profile_learned_then_shown_and_reset(tmp_path: Path) -> None:
     empty = orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)
     assert empty["profiles"] == {}
     assert empty["builtin"]["claude-code"]["sessions"] >= 1
     assert "shipped priors" in runner.invoke(app, ["profile", "show"]).stdout
     assert runner.invoke(app, ["estimate", "--no-profile", str(SAMPLE)]).exit_code == 0
     assert orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"] == {}
-    assert runner.invoke(app, ["report", str(SAMPLE)]).exit_code == 0
+    first = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
     learned = orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"]
     assert list(learned) == ["ctxfold|claude-sonnet-4"]
     shown = runner.invoke(app, ["profile", "show"])
     assert "ctxfold|claude-sonnet-4" in shown.stdout
-    # the next report's first request uses the learned overhead instead of the provider default
-    doc = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
-    assert doc["prior"]["source"].startswith("profile") and abs(doc["requests"][0]["error_pct"]) < 1
+    # replaying the same session again predicts it from the *other* sessions (none yet): the
+    # same report as the first time, not an in-sample fit to its own first request
+    again = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
+    assert again["prior"]["source"] == first["prior"]["source"]
+    assert again["requests"][0]["calibrated"] == first["requests"][0]["calibrated"]
+    # another session of the same source uses what the first one taught
+    other = tmp_path / "other.jsonl"
+    other.write_text(SAMPLE.read_text().replace("7f1c2d9e-sample", "another-session", 1))
+    doc = orjson.loads(runner.invoke(app, ["report", "--json", str(other)]).stdout)["files"][0]
+    assert doc["prior"]["source"] == "profile ctxfold (any model), 1 session(s)"
+    assert abs(doc["requests"][0]["error_pct"]) < 1 < abs(first["requests"][0]["error_pct"])
     reset = orjson.loads(runner.invoke(app, ["profile", "reset", "--json"]).stdout)
     assert reset["removed"] is True
     assert orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"] == {}

@@ -202,7 +202,10 @@ def report_file(
     profiles = Profiles() if use_profile else None
     key = key_for(est.format, est.model.name)
     provider = est.model.provider
-    prior = profiles.prior(key, provider) if profiles else default_prior(est.format, provider)
+    # What ctxfold would have predicted before this session's first real count: learned from the
+    # *other* sessions, so replaying a file twice gives the same report, not an in-sample fit.
+    this = session_key(est.path, est.replay.session_id)
+    prior = profiles.prior(key, provider, exclude=this) if profiles else default_prior(est.format, provider)
     report = replay(
         est, calibration=calibration, prior=prior, max_tokens=max_tokens, buffer=buffer, simulate=simulate
     )
