@@ -50,33 +50,31 @@ def estimate(
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand
     from ctxfold.core.config import load_config
+    from ctxfold.core.engine.now import estimate_doc, predict_now, prior_for
     from ctxfold.core.engine.profile import Profiles
     from ctxfold.core.engine.replay import learn_from
-    from ctxfold.core.tokens.estimate import estimate_file, estimate_to_dict
+    from ctxfold.core.tokens.estimate import estimate_file
 
     config = load_config()
     results = []
     profiles = None if no_profile else Profiles()
     for path in expand(files):
         with render.progress(path, enabled=not json_out) as on_progress:
-            results.append(
-                estimate_file(
-                    path,
-                    model=model,
-                    tokenizer=tokenizer,
-                    window=window,
-                    fmt=fmt,
-                    skip_invalid=skip_invalid,
-                    config=config,
-                    on_progress=on_progress,
-                )
+            est = estimate_file(
+                path,
+                model=model,
+                tokenizer=tokenizer,
+                window=window,
+                fmt=fmt,
+                skip_invalid=skip_invalid,
+                config=config,
+                on_progress=on_progress,
             )
+        results.append((est, predict_now(est, prior_for(est, profiles))))
         if profiles is not None:
-            learn_from(profiles, results[-1])
+            learn_from(profiles, est)
     if json_out:
-        render.emit_json(
-            {"command": "estimate", "version": 1, "files": [estimate_to_dict(r) for r in results]}
-        )
+        render.emit_json({"command": "estimate", "version": 1, "files": [estimate_doc(*r) for r in results]})
     else:
         render.estimate(results)
 

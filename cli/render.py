@@ -19,6 +19,7 @@ from rich.text import Text
 
 if TYPE_CHECKING:
     from ctxfold.core.compaction.run import CompactResult
+    from ctxfold.core.engine.calibration import Prediction
     from ctxfold.core.engine.profile import Profiles
     from ctxfold.core.engine.replay import Report
     from ctxfold.core.formats.loader import Opened
@@ -66,16 +67,16 @@ def _n(x: int | None) -> str:
     return "—" if x is None else f"{x:,}"
 
 
-def estimate(results: Sequence[FileEstimate]) -> None:
-    for r in results:
+def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
+    for r, predicted in results:
         for w in r.model.warnings:
             warn(f"{r.path}: {w}")
         for s in r.skipped:
             warn(f"skipped {s}")
-        _estimate_one(r)
+        _estimate_one(r, predicted)
 
 
-def _estimate_one(r: FileEstimate) -> None:
+def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     m = r.model
     out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
     facts = [
@@ -104,6 +105,8 @@ def _estimate_one(r: FileEstimate) -> None:
                 f"request #{last.index}: real {last.real:,} vs estimate {last.estimate:,} (ratio {ratio})",
             )
         )
+    share = f", {predicted.tokens / m.window:.1%} of the window" if m.window else ""
+    facts.append(("predicted", f"{predicted.tokens:,} real tokens{share}: {predicted.basis}"))
     for k, v in facts:
         out.print(Text(f"  {k:<12} {v}"))
 

@@ -49,9 +49,9 @@ def detect(path: Path) -> str:
     return detect_objs(sniff_head(path))[0]
 
 
-def real_files() -> list[Path]:
-    """Every real session file (empty when ../shared is absent)."""
-    return sorted(REAL.glob("*/*.jsonl")) if REAL.is_dir() else []
+def real_files(source: str = "*") -> list[Path]:
+    """Every real session file, or those of one source folder (empty when ../shared is absent)."""
+    return sorted(REAL.glob(f"{source}/*.jsonl")) if REAL.is_dir() else []
 
 
 def real(rel: str) -> Path:

@@ -234,3 +234,35 @@ def test_a_fully_logged_first_request_keeps_its_own_ratio(tmp_path: Path) -> Non
     cal.observe(8_000, 9_400)  # slope (9400 − 5500) / 3000 = 1.3
     cal.reset()  # the next segment starts from the same split
     assert (cal.prior.overhead, cal.prior.ratio, cal.prior.first_ratio) == (0, 1.3, 1.1)
+
+
+def test_prediction_after_a_trailing_compaction_starts_from_the_summary(tmp_path: Path) -> None:
+    """A log that ends with a recorded compaction: the next request is the summary, predicted
+    with what the earlier segment taught (its ratio), never from the count the compaction made
+    stale (the seed rule's ``max(real_prev, …)`` would still say 24,000)."""
+    from conftest import write_jsonl
+
+    from ctxfold.core.engine.now import predict_now
+    from ctxfold.core.tokens.estimate import estimate_file
+
+    big = "lorem ipsum dolor sit amet " * 2_000
+    header = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}
+    user = {"type": "message", "role": "user", "parts": [{"type": "text", "text": big}]}
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "parts": [{"type": "text", "text": "ok"}],
+        "usage": {"type": "usage", "prompt_tokens": 24_000},
+    }
+    marker = {"type": "compaction", "source": "ctxfold", "summary": "the summary"}
+    summary = {"type": "message", "role": "user", "parts": [{"type": "text", "text": "the summary"}]}
+    before = estimate_file(write_jsonl(tmp_path / "a.jsonl", [header, user, answer]))
+    after = estimate_file(write_jsonl(tmp_path / "b.jsonl", [header, user, answer, marker, summary]))
+    assert after.replay.segment == 1 and after.context_tokens < 100
+    stale = predict_now(before, Prior())
+    fresh = predict_now(after, Prior())
+    assert stale.tokens >= 24_000
+    ratio = 24_000 / before.requests[-1].estimate
+    assert fresh.tokens == int(after.context_tokens * ratio) < 200, fresh
+    assert predict_now(before, Prior(), "seed").tokens >= 24_000
+    assert predict_now(after, Prior(), "seed").tokens == int(after.context_tokens * 1.5)

@@ -192,3 +192,45 @@ def test_worker_processes_count_the_same(rel: str, monkeypatch: pytest.MonkeyPat
     assert [(q.estimate, q.real) for q in forked.requests] == [(q.estimate, q.real) for q in alone.requests]
     assert forked.replay.by_category == alone.replay.by_category
     assert len(alone.requests) > 256 // 4  # several batches were in flight
+
+
+def _as_of_last_request(log: Path, tmp: Path) -> tuple[Path, int]:
+    """A Claude Code log cut where its last main-chain response begins (the session as it stood
+    when that request was sent), and the prompt tokens the provider counted for it, read from
+    the raw usage record: input + cache creation + cache read."""
+    lines = log.read_bytes().splitlines(keepends=True)
+    rows = [orjson.loads(line) for line in lines]
+    answers = [
+        i
+        for i, d in enumerate(rows)
+        if d.get("type") == "assistant"
+        and not d.get("isSidechain")
+        and d["message"].get("usage")
+        and d["message"].get("model") != "<synthetic>"
+    ]
+    msg = rows[answers[-1]]["message"]
+    first = next(i for i, d in enumerate(rows) if d.get("message", {}).get("id") == msg["id"])
+    u = msg["usage"]
+    real_tokens = (
+        u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
+    )
+    cut = tmp / log.name
+    cut.write_bytes(b"".join(lines[:first]))
+    return cut, real_tokens
+
+
+@pytest.mark.parametrize("path", real_files("claude-code"), ids=lambda p: p.name)
+def test_predicted_next_request_is_what_the_provider_then_counted(path: Path, tmp_path: Path) -> None:
+    """`estimate` on a log cut just before its last response predicts that request: the same
+    number the report's replay of the whole log predicted for it, and close to the real count."""
+    from ctxfold.core.engine.replay import report_file
+
+    cut, real_tokens = _as_of_last_request(path, tmp_path)
+    result = runner.invoke(app, ["estimate", "--json", "--no-profile", str(cut)])
+    assert result.exit_code == 0, result.output
+    predicted = orjson.loads(result.stdout)["files"][0]["predicted"]
+    last = report_file(str(path), use_profile=False).rows[-1]
+    assert last.real == real_tokens
+    assert predicted["tokens"] == last.calibrated
+    assert abs(predicted["tokens"] - real_tokens) / real_tokens < 0.05
+    assert predicted["calibration"] == "growth" and predicted["basis"]

@@ -21,8 +21,9 @@ from ctxfold.core.compaction.statefile import Pass, State, entry_sha256, file_ha
 from ctxfold.core.config import Config
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
 from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
+from ctxfold.core.engine.now import calibrated, prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles, default_prior, key_for
+from ctxfold.core.engine.profile import Profiles
 from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import materialize, open_transcript
 from ctxfold.core.providers.base import Summarizer, SummaryResult
@@ -131,14 +132,11 @@ def compact_file(
 
     # the estimate already counted exactly this context unless a state file's summary heads it
     before_est = estimate_of(messages) if incremental else est.context_tokens
-    prior = _prior(est, opts.use_profile)
-    cal = make_calibrator(opts.calibration, prior, est.model.tokenizer)
+    prior = prior_for(est, Profiles() if opts.use_profile else None)
     if incremental and state is not None:
         cal = make_calibrator(opts.calibration, _state_prior(state, prior), est.model.tokenizer)
     else:
-        for q in est.requests:
-            if q.segment == est.requests[-1].segment and q.real is not None:
-                cal.observe(q.estimate, q.real)
+        cal = calibrated(est, prior, opts.calibration)
     before = cal.predict(before_est).tokens
     result = CompactResult(
         "not-due",
@@ -228,12 +226,6 @@ def _check_prefix(t: Transcript, state: State, force: bool) -> tuple[int, tuple[
         f"{t.path}: its first {state.prefix_bytes:,} bytes no longer match the state file's summary (the "
         "file was rewritten, not appended); pass --force to start over"
     )
-
-
-def _prior(est: FileEstimate, use_profile: bool) -> Prior:
-    if use_profile:
-        return Profiles().prior(key_for(est.format, est.model.name), est.model.provider)
-    return default_prior(est.format, est.model.provider)
 
 
 def _state_prior(state: State, fallback: Prior) -> Prior:

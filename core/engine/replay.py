@@ -19,8 +19,9 @@ from ctxfold.core.engine.calibration import (
     Prior,
     make_calibrator,
 )
+from ctxfold.core.engine.now import prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles, default_prior, key_for, observe_session, session_key
+from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
 from ctxfold.core.formats.loader import Opened
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
@@ -200,12 +201,9 @@ def report_file(
         on_progress=on_progress,
     )
     profiles = Profiles() if use_profile else None
-    key = key_for(est.format, est.model.name)
-    provider = est.model.provider
     # What ctxfold would have predicted before this session's first real count: learned from the
     # *other* sessions, so replaying a file twice gives the same report, not an in-sample fit.
-    this = session_key(est.path, est.replay.session_id)
-    prior = profiles.prior(key, provider, exclude=this) if profiles else default_prior(est.format, provider)
+    prior = prior_for(est, profiles, leave_out=True)
     report = replay(
         est, calibration=calibration, prior=prior, max_tokens=max_tokens, buffer=buffer, simulate=simulate
     )

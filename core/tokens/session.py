@@ -76,6 +76,7 @@ class Replay:
     side_messages: int = 0
     side_requests: int = 0
     per_request: int = 0
+    segment: int = 0  # of the context now: recorded compactions and resets so far
 
     @property
     def context_total(self) -> int:
@@ -247,6 +248,7 @@ class SessionCounter:
         self._in_run = False
         self._segment += 1
         self._segment_has_real = False
+        s.segment = self._segment
 
 
 def _chars(msg: Message) -> int:

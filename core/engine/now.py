@@ -1,0 +1,59 @@
+"""A session as it stands: what the engine knows of it and what it predicts for the next request.
+
+``estimate`` shows the prediction next to the raw count, ``compact`` decides with it, and
+``report`` starts its replay from the same prior.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
+from ctxfold.core.engine.profile import Profiles, default_prior, key_for, session_key
+from ctxfold.core.tokens.estimate import FileEstimate, estimate_to_dict
+
+
+def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool = False) -> Prior:
+    """What is known of a session before its first real count: the learned profile of its source
+    and model (without the session itself when ``leave_out``), else the shipped default."""
+    if profiles is None:
+        return default_prior(est.format, est.model.provider)
+    this = session_key(est.path, est.replay.session_id) if leave_out else None
+    return profiles.prior(key_for(est.format, est.model.name), est.model.provider, exclude=this)
+
+
+def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Calibrator:
+    """A calibrator in the state a live engine would be in after the session: fed every real
+    count in order and reset at each recorded compaction, ready to predict the next request."""
+    cal = make_calibrator(calibration, prior, est.model.tokenizer)
+    segment = 0
+    for q in est.requests:
+        if q.segment != segment:
+            cal.reset()
+            segment = q.segment
+        if q.real is not None:
+            cal.observe(q.estimate, q.real)
+    if est.replay.segment != segment:
+        cal.reset()
+    return cal
+
+
+def predict_now(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Prediction:
+    """The real size of the context now, i.e. of the next request."""
+    return calibrated(est, prior, calibration).predict(est.context_tokens)
+
+
+def estimate_doc(
+    est: FileEstimate, predicted: Prediction, calibration: str = DEFAULT_CALIBRATOR
+) -> dict[str, Any]:
+    """The ``--json`` form of one file's estimate with the engine's prediction (README, "estimate --json")."""
+    doc = estimate_to_dict(est)
+    window = est.model.window
+    doc["predicted"] = {
+        "tokens": predicted.tokens,
+        "used_fraction": round(predicted.tokens / window, 4) if window else None,
+        "calibration": calibration,
+        "factor": round(predicted.factor, 4),
+        "basis": predicted.basis,
+    }
+    return doc
