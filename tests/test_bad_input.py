@@ -48,6 +48,9 @@ CASES = {
         "truncated last line",
     ),
     "not-an-object": (jl(HEADER) + b"[1, 2]\n", 2, "expected a JSON object"),
+    "binary-data": (jl(HEADER) + b"\x00\x01\x02\xffPNG", 2, "binary data, not JSON text (NUL byte at byte 0"),
+    # no newline after it, but not cut short either: plainly not JSON, not "truncated"
+    "garbage-last-line": (jl(HEADER) + b"hello world", 2, "not valid JSON"),
 }
 
 
