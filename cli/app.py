@@ -34,6 +34,26 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ctxfold import __version__
+
+        print(f"ctxfold {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Keep LLM-agent conversations inside the model's context window."""
+
+
 @app.command()
 @handle_errors
 def estimate(

@@ -48,3 +48,6 @@ def test_version() -> None:
     result = runner.invoke(app, ["version"])
     assert result.exit_code == 0 and result.stdout.strip() == f"ctxfold {__version__}"
     assert orjson.loads(runner.invoke(app, ["version", "--json"]).stdout)["version"] == __version__
+    for flag in ("--version", "-V"):
+        result = runner.invoke(app, [flag])
+        assert result.exit_code == 0 and result.stdout.strip() == f"ctxfold {__version__}"
