@@ -194,6 +194,13 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             )
         facts.append(("late", f"{s['late']} (real ≥ threshold while ctxfold said no)"))
         facts.append(("early", f"{s['early']}   overflows (real > window): {s['overflows']}"))
+        total = s["prompt_tokens_total"]
+        sent = f"{total:,} prompt tokens over {s['requests']:,} requests"
+        if s["prompt_tokens_predicted"]:
+            sent += f" ({s['prompt_tokens_predicted']:,} of them predicted, not recorded)"
+        if s["cached_tokens_total"]:
+            sent += f", {s['cached_tokens_total']:,} read from cache"
+        facts.append(("sent", sent))
         if s["simulation"] is not None:
             sim = s["simulation"]
             facts.append(
@@ -202,6 +209,16 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
                     f"{sim['compactions']} compaction(s) needed at requests {sim['at_requests'] or '—'}",
                 )
             )
+            if sim["compactions"]:
+                calls = sim["summarizer_input_tokens"] + sim["summarizer_output_tokens"]
+                change = (sim["prompt_tokens_total"] + calls) / total - 1 if total else 0.0
+                facts.append(
+                    (
+                        "",
+                        f"{sim['prompt_tokens_total']:,} prompt tokens + {calls:,} for the summarizer "
+                        f"({change:+.0%} tokens against the log)",
+                    )
+                )
         for k, v in facts:
             out.print(Text(f"  {k:<12} {v}"))
         if out.is_terminal and rep.rows:

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
 from ctxfold.core.engine.replay import report_file
+from ctxfold.core.engine.report_doc import summary
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
@@ -130,6 +131,43 @@ def test_report_runs_on_every_real_session(path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     f = orjson.loads(result.stdout)["files"][0]
     assert f["requests"] and all(set(r) >= ROW_FIELDS for r in f["requests"])
+
+
+def _claude_usage(path: Path) -> tuple[int, int]:
+    """Prompt tokens (input + cache creation + cache read) and cache reads, summed over the
+    distinct main-chain responses of a Claude Code log, straight from its usage records."""
+    prompt: dict[str, int] = {}
+    cached: dict[str, int] = {}
+    for line in path.read_bytes().splitlines():
+        d = orjson.loads(line)
+        m = d.get("message") or {}
+        if d.get("type") != "assistant" or d.get("isSidechain") or m.get("model") == "<synthetic>":
+            continue
+        if u := m.get("usage"):
+            reads = u.get("cache_read_input_tokens", 0)
+            prompt[m["id"]] = u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + reads
+            cached[m["id"]] = reads
+    return sum(prompt.values()), sum(cached.values())
+
+
+@pytest.mark.parametrize("path", real_files("claude-code"), ids=lambda p: p.name)
+def test_tokens_sent_over_the_session(path: Path) -> None:
+    """What a session sent in all is what its log recorded, plus ctxfold's prediction for the
+    requests it has no count for; replayed with compaction at a small window, it sends less."""
+    prompt, cached = _claude_usage(path)
+    rep = report_file(str(path), use_profile=False, simulate=True, window=10_000_000)
+    s = summary(rep)
+    assert s["prompt_tokens_total"] - s["prompt_tokens_predicted"] == prompt
+    assert s["cached_tokens_total"] == cached
+    sim = s["simulation"]
+    assert sim["compactions"] == 0 and sim["summarizer_input_tokens"] == 0
+    assert sim["prompt_tokens_total"] == s["prompt_tokens_total"]  # nothing fired, nothing changed
+
+    small = summary(report_file(str(path), use_profile=False, simulate=True, window=60_000))["simulation"]
+    if small["compactions"]:
+        assert small["prompt_tokens_total"] < s["prompt_tokens_total"]
+        assert small["summarizer_input_tokens"] >= 48_000 * small["compactions"]  # each fired at the threshold
+        assert small["summarizer_output_tokens"] == 6_000 * small["compactions"]  # buffer 12,000 × 0.5
 
 
 def test_default_calibrator_meets_the_targets_on_real_sessions() -> None:

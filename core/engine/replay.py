@@ -72,6 +72,8 @@ class Simulation:
     compactions: list[int] = field(default_factory=list)  # request indices where it fired
     overflows: int = 0
     max_predicted: int = 0
+    prompt_tokens: int = 0  # summed over the session's requests, as they would have been sent
+    summarizer_input: int = 0  # the contexts handed to the summarizer (an upper bound)
 
 
 @dataclass
@@ -158,14 +160,18 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
         sim.max_predicted = max(sim.max_predicted, predicted)
         if policy.due(predicted):
             sim.compactions.append(q.index)
+            sim.summarizer_input += sim_real if sim_real is not None else predicted
             base = body  # everything up to here is folded into the summary
             cal.reset()
             sim_est = q.fixed + summary
             sim_real = None  # the log's real count was for the uncompacted request
-        elif sim_real is not None:
-            if sim_real > policy.window:
-                sim.overflows += 1
-            cal.observe(sim_est, sim_real)
+            sim.prompt_tokens += cal.predict(sim_est).tokens
+        else:
+            sim.prompt_tokens += sim_real if sim_real is not None else predicted
+            if sim_real is not None:
+                if sim_real > policy.window:
+                    sim.overflows += 1
+                cal.observe(sim_est, sim_real)
         if q.real is not None:
             ratio_cal.observe(q.estimate, q.real)
     return sim

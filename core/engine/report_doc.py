@@ -51,12 +51,19 @@ def summary(report: Report) -> dict[str, Any]:
         "median_error_pct": None if not errors else round(statistics.median(errors) * 100, 2),
         "p90_error_pct": None if not errors else round((_pct(errors, 0.9) or 0) * 100, 2),
         "recorded_compactions": recorded,
+        # what the session sent in all: the real count where recorded, else the prediction
+        "prompt_tokens_total": sum(r.real if r.real is not None else r.calibrated for r in rows),
+        "prompt_tokens_predicted": sum(r.calibrated for r in rows if r.real is None),
+        "cached_tokens_total": sum(q.cache_read for q in report.estimate.requests),
         "simulation": None
         if sim is None
         else {
             "compactions": len(sim.compactions),
             "at_requests": sim.compactions,
             "overflows": sim.overflows,
+            "prompt_tokens_total": sim.prompt_tokens,
+            "summarizer_input_tokens": sim.summarizer_input,
+            "summarizer_output_tokens": len(sim.compactions) * report.policy.summary_budget,
         },
     }
 
