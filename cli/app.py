@@ -133,13 +133,13 @@ def report(
     json_out: JsonOpt = False,
 ) -> None:
     """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
-    from ctxfold.cli import render
+    from ctxfold.cli import render, render_report
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand
     from ctxfold.core.config import load_config
     from ctxfold.core.engine.calibration import make_calibrator
     from ctxfold.core.engine.replay import report_file
-    from ctxfold.core.engine.report_doc import to_dict
+    from ctxfold.core.engine.report_doc import to_dict, totals
     from ctxfold.core.errors import UsageError
     from ctxfold.core.settings import effective
 
@@ -177,9 +177,16 @@ def report(
 
         draw(reports[0], plot)
     if json_out:
-        render.emit_json({"command": "report", "version": 1, "files": [to_dict(r) for r in reports]})
+        render.emit_json(
+            {
+                "command": "report",
+                "version": 1,
+                "files": [to_dict(r) for r in reports],
+                "totals": totals(reports),
+            }
+        )
     else:
-        render.report(reports, all_rows=all_rows, explain=explain, plot=plot)
+        render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
     if fail_on == "compact" and any(r.first_fire for r in reports):
         raise SystemExit(EXIT_CONDITION)
     if fail_on == "overflow" and any(r.count("overflow") for r in reports):

@@ -191,3 +191,28 @@ def test_default_calibrator_meets_the_targets_on_real_sessions() -> None:
     assert under / len(errors) <= 0.01
     assert late == 0
     assert statistics.median(errors) < 0.005
+
+
+def test_totals_of_a_many_file_report(tmp_path: Path) -> None:
+    """A folder of sessions: the JSON totals add up the files' own summaries, and the text
+    output closes with them (a single file prints no totals block)."""
+    files = real_files()[:4] or [SAMPLE]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for i, f in enumerate(files):
+        (folder / f"{i}-{f.name}").write_bytes(f.read_bytes())
+    (folder / "extra.jsonl").write_bytes(SAMPLE.read_bytes())
+    args = ["report", "--no-profile", "--simulate-compaction", "--window", "60000", str(folder)]
+    doc = orjson.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    sums = [f["summary"] for f in doc["files"]]
+    t = doc["totals"]
+    assert t["files"] == len(files) + 1 == len(sums)
+    for key in ("requests", "late", "overflows", "prompt_tokens_total", "cached_tokens_total"):
+        assert t[key] == sum(s[key] for s in sums), key
+    assert t["files_that_fire"] == sum(s["first_fire"] is not None for s in sums)
+    sim = t["simulation"]
+    assert sim["compactions"] == sum(s["simulation"]["compactions"] for s in sums)
+    assert sim["prompt_tokens_total"] == sum(s["simulation"]["prompt_tokens_total"] for s in sums)
+    text = runner.invoke(app, args).stdout
+    assert f"all {t['files']} files" in text and f"{t['prompt_tokens_total']:,} prompt tokens" in text
+    assert "all 1 files" not in runner.invoke(app, ["report", "--no-profile", str(SAMPLE)]).stdout

@@ -4,6 +4,7 @@ arithmetic. Rendering is the CLI's business; this module only computes."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from ctxfold.core.engine.replay import Report, Row
@@ -115,6 +116,40 @@ def to_dict(report: Report) -> dict[str, Any]:
         "warnings": list(est.model.warnings),
         "skipped_lines": est.skipped,
     }
+
+
+def totals(reports: Sequence[Report]) -> dict[str, Any]:
+    """Across every file of one ``report`` run (a folder of sessions): how many fire, overflow or
+    decide late, the pooled accuracy, and the prompt tokens sent in all (with compaction too,
+    when simulated)."""
+    sums = [summary(r) for r in reports]
+    errors = [
+        abs(row.error)
+        for r in reports
+        for row in r.rows
+        if row.error is not None and not row.first_in_segment
+    ]
+    doc: dict[str, Any] = {
+        "files": len(reports),
+        "files_that_fire": sum(1 for s in sums if s["first_fire"] is not None),
+        "files_that_overflow": sum(1 for s in sums if s["overflows"]),
+        **{
+            k: sum(s[k] for s in sums)
+            for k in ("requests", "requests_with_real", "late", "early", "overflows")
+        },
+        "median_error_pct": None if not errors else round(statistics.median(errors) * 100, 2),
+        "p90_error_pct": None if not errors else round((_pct(errors, 0.9) or 0) * 100, 2),
+        **{
+            k: sum(s[k] for s in sums)
+            for k in ("prompt_tokens_total", "prompt_tokens_predicted", "cached_tokens_total")
+        },
+        "simulation": None,
+    }
+    simulated = [s["simulation"] for s in sums if s["simulation"] is not None]
+    if simulated:
+        keys = ("compactions", "prompt_tokens_total", "summarizer_input_tokens", "summarizer_output_tokens")
+        doc["simulation"] = {k: sum(x[k] for x in simulated) for k in keys}
+    return doc
 
 
 def explain(report: Report) -> list[tuple[str, str]]:
