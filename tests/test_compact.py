@@ -52,6 +52,17 @@ def run(*args: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
+def test_compact_teaches_the_profile_unless_told_not_to(tmp_path: Path) -> None:
+    """Like estimate and report, compact learns from the session it reads."""
+    src = copy(tmp_path)
+    assert run(str(src), "--no-profile")[0] == 0
+    assert orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"] == {}
+    assert run(str(src))[0] == 0
+    learned = orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"]
+    assert list(learned) == ["ctxfold|claude-sonnet-4"]
+    assert len(learned["ctxfold|claude-sonnet-4"]["sessions"]) == 1
+
+
 def test_not_due_writes_nothing(tmp_path: Path) -> None:
     src = copy(tmp_path)
     code, out, _ = run(str(src))

@@ -24,6 +24,7 @@ from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.now import calibrated, prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles
+from ctxfold.core.engine.replay import learn_from
 from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import materialize, open_transcript
 from ctxfold.core.providers.base import Summarizer, SummaryResult
@@ -132,7 +133,10 @@ def compact_file(
 
     # the estimate already counted exactly this context unless a state file's summary heads it
     before_est = estimate_of(messages) if incremental else est.context_tokens
-    prior = prior_for(est, Profiles() if opts.use_profile else None)
+    profiles = Profiles() if opts.use_profile else None
+    prior = prior_for(est, profiles)
+    if profiles is not None:
+        learn_from(profiles, est)  # like estimate and report: every session read teaches the profile
     if incremental and state is not None:
         cal = make_calibrator(opts.calibration, _state_prior(state, prior), est.model.tokenizer)
     else:
