@@ -240,3 +240,41 @@ def test_streaming() -> None:
     assert isinstance(opened.entries, Iterator)
     first = next(opened.entries)
     assert isinstance(first, ContextUpdate) and first.session_id == "edge-1"
+
+
+def _example_tokens(group: list[Entry]) -> list[int]:
+    """The sizes of the unlogged function-calling examples in an instance's messages."""
+    from ctxfold.core.transcript.model import OpaquePart
+
+    return [
+        p.data["tokens"]
+        for m in group
+        if isinstance(m, Message)
+        for p in m.parts
+        if isinstance(p, OpaquePart) and p.type == "harness_text"
+    ]
+
+
+def test_function_calling_example_when_not_native() -> None:
+    """Without native function calling OpenHands puts a worked example before the first user
+    message: declared by ``native_tool_calling: false``, or shown by the converter's numbered
+    call ids (toolu_01…) when the setting is null. Its size follows the tools offered."""
+    t = openhands.MOCK_FNCALL_TOKENS
+    groups = _instances(_entries(FIXTURES / "openhands" / "function-calling.jsonl"))
+    assert [_example_tokens(g) for g in groups] == [
+        [t[""] + t["execute_bash"] + t["finish"]],  # null, toolu_01: mock ("think" has no example)
+        [],  # null, a provider's random id: native
+        [t[""] + t["str_replace_editor"] + t["browser"]],  # declared false
+        [],  # declared true, whatever the ids
+    ]
+    first_user = next(m for m in groups[0] if isinstance(m, Message) and m.role == "user")
+    assert first_user.text == "Fix the bug in a.c"  # the example is counted, not invented as text
+
+
+def test_real_file_was_run_without_native_function_calling() -> None:
+    """llama-4-maverick through OpenRouter: native_tool_calling null and every call id numbered
+    (jq: [.history[].tool_call_metadata.tool_call_id | select(.)] | all(test("^toolu_[0-9]+$"))
+    → true on each line); the tools are execute_bash, think, finish, str_replace_editor."""
+    t = openhands.MOCK_FNCALL_TOKENS
+    expected = t[""] + t["execute_bash"] + t["finish"] + t["str_replace_editor"]
+    assert [_example_tokens(g) for g in _instances(_entries(real(REAL)))] == [[expected]] * 3

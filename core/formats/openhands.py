@@ -19,6 +19,7 @@ accounts for.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -36,10 +37,20 @@ from ctxfold.core.transcript.model import (
     ContextUpdate,
     Entry,
     Message,
+    OpaquePart,
     Part,
     TextPart,
     ToolResultPart,
 )
+
+# Without native function calling (``native_tool_calling`` false, or a model OpenHands does not
+# call natively), OpenHands describes the tools in the system prompt and wraps the first user
+# message in a worked example; none of that text is in the evaluation output. Its size in o200k
+# tokens, measured on the text of OpenHands 0.35's ``llm/fn_call_converter.py``: the fixed frame
+# (instructions, example header and footer) and each tool's example turns. The tool descriptions
+# themselves are counted as the JSON tool definitions (about 10 % more than their text form).
+MOCK_FNCALL_TOKENS = {"": 278, "execute_bash": 1035, "str_replace_editor": 381, "browser": 79, "finish": 114}
+_MOCK_CALL_ID = re.compile(r"toolu_\d+")  # the converter numbers its calls; providers' ids are random
 
 NAME = "openhands"
 DESCRIPTION = "OpenHands evaluation output (one instance per line with its event history)"
@@ -58,6 +69,35 @@ def sniff(objs: Sequence[Any]) -> int:
     return 70 if "metrics" in first or "instruction" in first else 0
 
 
+def _mock_example_tokens(history: Sequence[Any], native: Any) -> int:
+    """Tokens of the worked example OpenHands adds without native function calling: off when
+    the log says so, or when every tool call carries the converter's numbered ids."""
+    events = [e for e in history if isinstance(e, dict)]
+    ids = [
+        str(e["tool_call_metadata"].get("tool_call_id") or "")
+        for e in events
+        if isinstance(e.get("tool_call_metadata"), dict)
+    ]
+    mock = native is False or (native is None and bool(ids) and all(_MOCK_CALL_ID.fullmatch(i) for i in ids))
+    if not mock:
+        return 0
+    tools = next(
+        (
+            e["args"].get("tools")
+            for e in events
+            if e.get("action") == "system" and isinstance(e.get("args"), dict)
+        ),
+        None,
+    )
+    names = (
+        {get_str(get_dict(t, "function"), "name") for t in tools if isinstance(t, dict)}
+        if isinstance(tools, list)
+        else set()
+    )
+    shown = [n for n in MOCK_FNCALL_TOKENS if n and n in names]
+    return MOCK_FNCALL_TOKENS[""] + sum(MOCK_FNCALL_TOKENS[n] for n in shown) if shown else 0
+
+
 def _event_id(e: Mapping[str, Any]) -> str | None:
     value = e.get("id")
     return str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
@@ -67,6 +107,7 @@ class Reader(ListReader):
     def __init__(self) -> None:
         self._instances = 0
         self._extensions = False  # OpenHands prompt extensions (recalled context) of this instance
+        self._example = 0  # tokens of the function-calling example still to put before the first user message
 
     def feed(self, line: Line) -> Iterable[Entry]:
         return list(self._entries(line))
@@ -87,6 +128,7 @@ class Reader(ListReader):
         )
         agent = get_dict(get_dict(d, "metadata"), "agent_config")
         self._extensions = agent.get("enable_prompt_extensions") is True
+        self._example = _mock_example_tokens(history, llm.get("native_tool_calling"))
         responses: set[str] = set()
         for e in history:
             if not isinstance(e, dict):
@@ -122,6 +164,10 @@ class Reader(ListReader):
             urls = args.get("image_urls")
             if isinstance(urls, list):
                 parts.extend(media_from_url(u) for u in urls if isinstance(u, str))
+            if role == "user" and self._example:
+                example = {"tokens": self._example, "text": "OpenHands function-calling example (not logged)"}
+                parts.insert(0, OpaquePart(example, type="harness_text"))
+                self._example = 0
             yield self._msg(
                 role, parts, e, {**rest(e, _EVENT_USED), "args": rest(args, ("content", "image_urls"))}
             )
