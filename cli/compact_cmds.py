@@ -122,8 +122,8 @@ def compact(
         options=CompactOptions(
             strategy=conf["strategy"],
             instructions=instructions,
-            model=conf["model"],
-            window=conf["window"],
+            model=model,  # the environment's and the file's model only stand in when the log names none
+            window=window,  # the environment's and the file's window are read with the model
             buffer=conf["buffer"],
             max_tokens=max_tokens,
             fmt=fmt,

@@ -54,23 +54,21 @@ def env_name(name: str) -> str:
 def effective(
     flags: Mapping[str, Any], config: Config, environ: Mapping[str, str] | None = None
 ) -> dict[str, Setting]:
+    return {name: setting(name, flags.get(name), config, environ) for name in SPECS}
+
+
+def setting(name: str, flag: Any, config: Config, environ: Mapping[str, str] | None = None) -> Setting:
+    """One setting: the flag if given, else ``CTXFOLD_<NAME>``, else the file, else the default."""
+    spec = SPECS[name]
     env = os.environ if environ is None else environ
-    out: dict[str, Setting] = {}
-    for name, spec in SPECS.items():
-        section = (
-            config.raw.get(spec.section, {}) if isinstance(config.raw.get(spec.section, {}), dict) else {}
-        )
-        if flags.get(name) is not None:
-            out[name] = Setting(flags[name], "flag")
-        elif env.get(env_name(name)):
-            out[name] = Setting(
-                _convert(name, spec, env[env_name(name)], env_name(name)), f"env {env_name(name)}"
-            )
-        elif name in section:
-            out[name] = Setting(_convert(name, spec, section[name], str(config.path)), f"file {config.path}")
-        else:
-            out[name] = Setting(spec.default, "default")
-    return out
+    section = config.raw.get(spec.section, {})
+    if flag is not None:
+        return Setting(flag, "flag")
+    if env.get(env_name(name)):
+        return Setting(_convert(name, spec, env[env_name(name)], env_name(name)), f"env {env_name(name)}")
+    if isinstance(section, dict) and name in section:
+        return Setting(_convert(name, spec, section[name], str(config.path)), f"file {config.path}")
+    return Setting(spec.default, "default")
 
 
 def _convert(name: str, spec: Spec, raw: Any, where: str) -> Any:

@@ -62,6 +62,50 @@ def test_model_window_from_the_file(in_tmp: Path) -> None:
     assert doc["window"] == 64_000 and doc["window_source"] == "config file"
 
 
+def _window_and_model(*args: str) -> dict[str, tuple]:
+    """What estimate, report and compact (dry run) each decided against: (model, window, source)."""
+    out = {}
+    for cmd in ("estimate", "report", "compact"):
+        extra = ("--dry-run", "--force") if cmd == "compact" else ()
+        r = runner.invoke(app, [cmd, "--json", *extra, *args, str(SAMPLE)])
+        assert r.exit_code == 0, r.stderr
+        doc = orjson.loads(r.stdout)
+        if cmd == "compact":
+            out[cmd] = (None, doc["window"], None)
+        else:
+            f = doc["files"][0]
+            out[cmd] = (f["model"], f["window"], f["window_source"])
+    return out
+
+
+def test_window_and_model_follow_one_precedence_in_every_command(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Window: flag > CTXFOLD_WINDOW > [defaults] > what the log and the model say, the same in
+    estimate, report and compact. Model: --model overrides the log's; the environment's and the
+    file's model only stand in for a log that names none (this one names claude-sonnet-4-5)."""
+    (in_tmp / "ctxfold.toml").write_text('[defaults]\nwindow = 90000\nmodel = "gpt-4o"\n')
+    file = str(in_tmp / "ctxfold.toml")
+    assert set(_window_and_model().values()) <= {
+        ("claude-sonnet-4-5", 90_000, f"file {file}"),
+        (None, 90_000, None),
+    }
+    monkeypatch.setenv("CTXFOLD_WINDOW", "70000")
+    monkeypatch.setenv("CTXFOLD_MODEL", "gpt-4o-mini")
+    got = _window_and_model()
+    assert got["estimate"] == got["report"] == ("claude-sonnet-4-5", 70_000, "env CTXFOLD_WINDOW")
+    assert got["compact"][1] == 70_000
+    got = _window_and_model("--window", "50000", "--model", "gpt-4o")
+    assert got["estimate"] == got["report"] == ("gpt-4o", 50_000, "--window")
+    assert got["compact"][1] == 50_000
+    # a log that names no model takes the environment's
+    bare = in_tmp / "bare.jsonl"
+    lines = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines()]
+    bare.write_bytes(b"\n".join(orjson.dumps({k: v for k, v in d.items() if k != "model"}) for d in lines))
+    doc = orjson.loads(runner.invoke(app, ["estimate", "--json", str(bare)]).stdout)["files"][0]
+    assert doc["model"] == "gpt-4o-mini"
+
+
 def test_keys_are_redacted(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     key = "sk-ant-api03-VERYSECRETKEYVALUE0123456789"
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)

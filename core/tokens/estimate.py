@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxfold.core.config import Config
 from ctxfold.core.formats.loader import Opened, open_transcript
+from ctxfold.core.settings import setting
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.tokens.models import ResolvedModel, resolve
 from ctxfold.core.tokens.parallel import workers_for
@@ -103,21 +104,30 @@ def estimate_entries(
     config: Config | None = None,
     workers: int = 0,
 ) -> FileEstimate:
-    """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``."""
+    """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``.
+
+    ``model`` overrides the model the log names; ``CTXFOLD_MODEL`` or ``[defaults] model`` is
+    only assumed when it names none. ``window`` and ``tokenizer`` come from the argument, else
+    ``CTXFOLD_WINDOW``/``CTXFOLD_TOKENIZER``, else ``[defaults]``, and override the model's own.
+    """
     config = config or Config()
     stream = iter(entries)
     head, found_model, recorded = _peek_model(stream)
-    name = model or found_model or config.defaults.get("model")
+    name = model or found_model or setting("model", None, config).value
+    win = setting("window", window, config)
+    tok = setting("tokenizer", tokenizer, config).value
+    win_source = "--window" if win.source == "flag" else win.source
     resolved = resolve(
         name,
-        window=window or config.defaults.get("window"),
+        window=win.value,
+        window_source=win_source,
         recorded_window=recorded,
-        tokenizer=tokenizer or config.defaults.get("tokenizer"),
+        tokenizer=tok,
         config_models=config.models,
     )
     counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
     replay = SessionCounter(counter).feed(itertools.chain(head, stream), workers=workers)
-    if replay.context_window and not window and resolved.window_source != "config file":
+    if replay.context_window and not win.value and resolved.window_source != "config file":
         resolved = resolve(
             name,
             recorded_window=replay.context_window,

@@ -117,6 +117,7 @@ def resolve(
     name: str | None,
     *,
     window: int | None = None,
+    window_source: str = "--window",
     recorded_window: int | None = None,
     tokenizer: str | None = None,
     config_models: Mapping[str, Mapping[str, Any]] | None = None,
@@ -124,7 +125,7 @@ def resolve(
     info = lookup(name)
     conf = _config_for(name, config_models or {})
     if window:
-        win, source = window, "--window"
+        win, source = window, window_source
     elif conf.get("window"):
         win, source = int(conf["window"]), "config file"
     elif recorded_window:
