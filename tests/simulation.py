@@ -29,7 +29,7 @@ import orjson
 from sim_content import _NAMES, _WORDS, _media_size, _sentence, pdf_b64, png_b64, text
 from sim_content import STYLES as STYLES
 
-from ctxfold.core.engine.guard import ContextGuard, Prepared, WindowTooSmallError
+from ctxfold.core.compaction.guard import ContextGuard, Prepared, WindowTooSmallError
 from ctxfold.core.providers.base import SummaryRequest, SummaryResult, budget_summarizer
 from ctxfold.core.tokens.tokenizers import Tokenizer
 from ctxfold.core.transcript.model import (

@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ctxfold.core.compaction.guard import ContextGuard, WindowTooSmallError
 from ctxfold.core.engine.calibration import (
     GrowthCalibrator,
     Prior,
@@ -14,7 +15,6 @@ from ctxfold.core.engine.calibration import (
     make_calibrator,
     split_first,
 )
-from ctxfold.core.engine.guard import ContextGuard, WindowTooSmallError
 from ctxfold.core.engine.policy import compute_buffer, make_policy, parse_buffer
 from ctxfold.core.engine.profile import BUILTIN, Observation, Profiles, observe_session
 from ctxfold.core.engine.state import KEYS, JsonFileStore, MemoryStore

@@ -27,7 +27,7 @@ import pytest
 import simulation as sim
 from scenarios import BRUTAL, BY_NAME, EXTRA, SCENARIOS, STRESS
 
-from ctxfold.core.engine.guard import WindowTooSmallError
+from ctxfold.core.engine.budget import WindowTooSmallError
 from ctxfold.core.formats.base import parse_overflow
 from ctxfold.core.strategies.summary import SUMMARIZER_INPUT_RATIO
 from ctxfold.core.transcript.model import Message

@@ -19,8 +19,8 @@ from pathlib import Path
 from ctxfold.core.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
 from ctxfold.core.compaction.statefile import Pass, State, entry_sha256, file_hashes, load_state, now
 from ctxfold.core.config import Config
+from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
-from ctxfold.core.engine.guard import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.now import calibrated, prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles

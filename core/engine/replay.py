@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctxfold.core.config import Config
+from ctxfold.core.engine.budget import CONTINUATION_TOKENS
 from ctxfold.core.engine.calibration import (
     DEFAULT_CALIBRATOR,
     Calibrator,
@@ -24,8 +25,6 @@ from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
 from ctxfold.core.formats.loader import Opened
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
-
-CONTINUATION_TOKENS = 100  # the continuation message after a summary, roughly
 
 
 @dataclass(slots=True)

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.state import AgentState, MemoryStore, StateStore
-from ctxfold.core.errors import CtxfoldError
 from ctxfold.core.formats.base import parse_overflow
 from ctxfold.core.providers.base import Summarizer, SummaryResult, budget_summarizer
 from ctxfold.core.strategies.summary import fold, summary_message
@@ -34,35 +34,7 @@ from ctxfold.core.tokens.models import resolve
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import Message, ToolDef
 
-MIN_SUMMARY_TOKENS = 200
-CONTINUATION_TOKENS = 100
-ROOM = 0.9  # a compacted request must land at most at 90 % of the threshold
-
-
-def summary_budget(policy_budget: int, folded_tokens: int) -> int:
-    """The seeds' ``buffer × 0.5``, but never more than half of what the summary replaces:
-    a summary must make the request smaller, whatever forced the compaction."""
-    return max(MIN_SUMMARY_TOKENS, min(policy_budget, folded_tokens // 2))
-
-
-class WindowTooSmallError(CtxfoldError):
-    """Even a fully compacted request (system prompt, tools, summary) does not fit."""
-
-
-def fit_budget(calibrator: Calibrator, policy: Policy, fixed: int, folded: int) -> int:
-    """The summary's output budget: ``buffer × 0.5``, at most half of what it folds, and at most
-    what leaves the compacted request at 90 % of the threshold once calibrated. ``calibrator``
-    must already be reset (the compacted request is a new segment)."""
-    floor = calibrator.predict(fixed + CONTINUATION_TOKENS).tokens
-    ratio = max(1.0, calibrator.predict(fixed + CONTINUATION_TOKENS + 1_000).tokens - floor) / 1_000
-    room = int((ROOM * policy.threshold - floor) / ratio)
-    if room < MIN_SUMMARY_TOKENS:
-        raise WindowTooSmallError(
-            f"the request cannot fit: the system prompt and tools alone are predicted at {floor:,} tokens "
-            f"against a threshold of {policy.threshold:,} in a {policy.window:,}-token window, leaving no "
-            "room for a summary; use a model with a larger window or fewer tools"
-        )
-    return min(summary_budget(policy.summary_budget, folded), room)
+__all__ = ["ContextGuard", "Decision", "Prepared", "WindowTooSmallError"]
 
 
 @dataclass(frozen=True)
