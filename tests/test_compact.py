@@ -244,6 +244,9 @@ def test_unknown_strategy_and_provider_are_usage_errors(tmp_path: Path) -> None:
     src = copy(tmp_path)
     assert run(str(src), "--strategy", "sumary")[0] == 2
     assert "did you mean" in run(str(src), "--provider", "antropic:x")[2]
+    # checked even when only the offline summarizer would run, which does not use it
+    code, _, err = run(str(src), "--tool-results", "heads:3", "--dry-run")
+    assert code == 2 and "invalid --tool-results 'heads:3'" in err
 
 
 @pytest.mark.parametrize("strategy", ["summary", "sliding-window", "mask-observations"])

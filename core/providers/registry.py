@@ -26,6 +26,7 @@ from ctxfold.core.names import did_you_mean
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.core.providers.errors import ProviderError
 from ctxfold.core.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ctxfold.core.providers.render import ToolResults
 
 PROVIDERS: dict[str, str] = {
     "offline": "ctxfold.core.providers.offline:OfflineSummarizer",
@@ -140,6 +141,7 @@ def make_summarizer(
     HTTP errors, timeouts) are the chain's to handle.
     """
     parsed = parse_spec(spec)
+    ToolResults.parse(tool_results)  # a bad value is a usage error whichever providers are chained
     _check_shared(api_key, "API key", [n for n, _ in parsed])
     _check_shared(base_url, "base URL", [n for n, _ in parsed])
     if not strict and parsed[-1][0] != "offline":
