@@ -277,6 +277,52 @@ def test_ccviewer_old_layout_sidechains() -> None:
     assert first.usage is not None and first.usage.output_tokens == 172
 
 
+SUBAGENT = FIXTURES / "claude-code" / "subagent.jsonl"
+
+
+def test_subagent_transcript_is_its_own_main_chain() -> None:
+    """Claude Code 2.x writes each sub-agent's conversation to <session>/subagents/agent-<id>.jsonl,
+    every line ``isSidechain: true`` with its ``agentId``: read alone, that chain is the main one.
+    Real counts from the fixture's usage: 3 + 9,120 + 0 and 5 + 118 + 9,120."""
+    from ctxfold.core.tokens.estimate import estimate_file
+
+    es = entries(SUBAGENT)
+    msgs = messages(es)
+    assert [m.branch for m in msgs] == [None] * 4
+    update = next(e for e in es if isinstance(e, ContextUpdate) and e.session_id)
+    assert update.extra == {"agent_id": "a4f1c9e2b7d3"}
+    est = estimate_file(SUBAGENT)
+    assert [q.real for q in est.requests] == [9_123, 9_243]
+    assert est.replay.agent == "a4f1c9e2b7d3" and est.replay.side_requests == 0
+
+
+def test_agent_side_chains_inside_a_main_session_stay_side(tmp_path: Path) -> None:
+    """The same agent lines after a main-chain start are a side chain of that session."""
+    lines = SUBAGENT.read_text().splitlines()
+    first = json.loads(lines[0])
+    main = {**first, "isSidechain": False, "uuid": "m0", "message": {"role": "user", "content": "hi"}}
+    del main["agentId"]
+    path = tmp_path / "main.jsonl"
+    path.write_text("\n".join([json.dumps(main), *lines]) + "\n")
+    assert [m.branch for m in messages(entries(path))] == [None] + ["a4f1c9e2b7d3"] * 4
+
+
+def test_subagent_transcripts_learn_their_own_profile(tmp_path: Path) -> None:
+    """A sub-agent (its own prompt and tools) is its own source in the profile, and shares no
+    session key with its parent session although both carry the same session id."""
+    from ctxfold.core.engine.profile import Profiles, key_for, session_key
+    from ctxfold.core.engine.replay import learn_from
+    from ctxfold.core.tokens.estimate import estimate_file
+
+    est = estimate_file(SUBAGENT)
+    profiles = Profiles(tmp_path / "profile.json")
+    learn_from(profiles, est)
+    assert list(profiles.profiles) == ["claude-code/subagent|claude-haiku-4"]
+    assert key_for("claude-code", "claude-haiku-4-5", None) == "claude-code|claude-haiku-4"
+    sid = est.replay.session_id
+    assert session_key("x", sid, "a4f1c9e2b7d3") != session_key("x", sid)
+
+
 def test_raze_truncated() -> None:
     # 3 tool_use blocks, 2 tool_results: the last call (line 24) never got its result.
     msgs = messages(entries(real("claude-code/raze-short.jsonl")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
-from ctxfold.core.engine.profile import Profiles, default_prior, key_for, session_key
+from ctxfold.core.engine.profile import Profiles, default_prior, key_for, session_key, source_of
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_to_dict
 
 
@@ -17,9 +17,11 @@ def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool =
     """What is known of a session before its first real count: the learned profile of its source
     and model (without the session itself when ``leave_out``), else the shipped default."""
     if profiles is None:
-        return default_prior(est.format, est.model.provider)
-    this = session_key(est.path, est.replay.session_id) if leave_out else None
-    return profiles.prior(key_for(est.format, est.model.name), est.model.provider, exclude=this)
+        return default_prior(source_of(est.format, est.replay.agent), est.model.provider)
+    this = session_key(est.path, est.replay.session_id, est.replay.agent) if leave_out else None
+    return profiles.prior(
+        key_for(est.format, est.model.name, est.replay.agent), est.model.provider, exclude=this
+    )
 
 
 def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Calibrator:

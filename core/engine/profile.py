@@ -67,10 +67,17 @@ def profile_path() -> Path:
     return cache_dir() / "profile.json"
 
 
-def key_for(source_format: str, model: str | None) -> str:
+def source_of(source_format: str, agent: str | None = None) -> str:
+    """A log source: its format, or ``format/subagent`` for a sub-agent's own transcript (its own
+    system prompt and tools), which neither borrows from nor skews its harness's main sessions."""
+    return f"{source_format}/subagent" if agent else source_format
+
+
+def key_for(source_format: str, model: str | None, agent: str | None = None) -> str:
+    """``source|model family``."""
     info = lookup(model)
     family = info.family if info else (model or "unknown")
-    return f"{source_format}|{family}"
+    return f"{source_of(source_format, agent)}|{family}"
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,10 @@ class Profiles:
         return existed
 
 
-def session_key(path: str, session_id: str | None) -> str:
-    """Identify a session so reading it twice does not count it twice."""
+def session_key(path: str, session_id: str | None, agent: str | None = None) -> str:
+    """Identify a session so reading it twice does not count it twice (a sub-agent's transcript
+    shares its parent's session id, so its agent id is part of it)."""
     basis = session_id or (str(Path(path).resolve()) if path != "-" else "stdin")
+    if agent:
+        basis += f"/{agent}"
     return hashlib.sha256(basis.encode()).hexdigest()[:16]

@@ -223,5 +223,9 @@ def learn_from(profiles: Profiles, est: FileEstimate) -> None:
         return
     obs = observe_session(est.requests, est.model.provider)
     if obs is not None:
-        profiles.learn(key_for(est.format, est.model.name), session_key(est.path, est.replay.session_id), obs)
+        profiles.learn(
+            key_for(est.format, est.model.name, est.replay.agent),
+            session_key(est.path, est.replay.session_id, est.replay.agent),
+            obs,
+        )
         profiles.save()

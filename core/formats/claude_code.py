@@ -76,7 +76,8 @@ def sniff(objs: Sequence[Any]) -> int:
     return 60 if weak else 0
 
 
-def _branch(d: dict[str, Any]) -> str | None:
+def _side(d: dict[str, Any]) -> str | None:
+    """The side chain a line belongs to (its ``agentId``), or None for the main chain."""
     if d.get("isSidechain") is True:
         agent = d.get("agentId")
         return agent if isinstance(agent, str) and agent else "sidechain"
@@ -158,6 +159,20 @@ class Reader:
         self._names: dict[str, str] = {}
         self._session: str | None = None
         self._model: str | None = None
+        self._started = False
+        self._own: str | None = None  # the sub-agent whose own transcript this file is
+
+    def _branch(self, d: dict[str, Any]) -> str | None:
+        """A line's branch. Claude Code 2.x writes each sub-agent's conversation to its own file
+        (``<session>/subagents/agent-<id>.jsonl``), every line a side-chain line of that agent:
+        a file whose conversation starts on an agent's side chain is that agent's transcript,
+        and its chain is the main one."""
+        side = _side(d)
+        if not self._started:
+            self._started = True
+            if side not in (None, "sidechain"):
+                self._own = side
+        return None if side is not None and side == self._own else side
 
     def feed(self, line: Line) -> Iterable[Entry]:
         d = obj(line)
@@ -216,7 +231,8 @@ class Reader:
         if new_sid or new_model:
             self._session = new_sid or self._session
             self._model = new_model or self._model
-            out.append(ContextUpdate(model=new_model, session_id=new_sid))
+            agent = {"agent_id": self._own} if new_sid and self._own else {}
+            out.append(ContextUpdate(model=new_model, session_id=new_sid, extra=agent))
 
     def _assistant(self, d: dict[str, Any], line: Line) -> list[Entry]:
         msg = need(d, "message", line, dict)
@@ -235,7 +251,7 @@ class Reader:
             )
             out.append(self._error(d, text))
             return out
-        branch = _branch(d)
+        branch = self._branch(d)
         mid = msg.get("id")
         key = (mid, d.get("requestId")) if isinstance(mid, str) else None
         p = self._pending
@@ -254,7 +270,7 @@ class Reader:
     def _user(self, d: dict[str, Any], line: Line) -> list[Entry]:
         msg = need(d, "message", line, dict)
         content = need(msg, "content", line, (str, list))
-        branch = _branch(d)
+        branch = self._branch(d)
         extra = rest(d, _LINE_USED)
         more = rest(msg, ("content", "role"))
         if more:
@@ -298,7 +314,7 @@ class Reader:
             parts=(TextPart(text),),
             id=get_str(d, "uuid"),
             timestamp=get_str(d, "timestamp"),
-            branch=_branch(d),
+            branch=self._branch(d),
             extra=rest(d, _LINE_USED),
         )
         return self._emit(d, message, defer=self._pending is not None)

@@ -55,7 +55,17 @@ __all__ = ["check", "check_file", "write"]
 NAME = "claude-code"
 DEFAULT_VERSION = "2.1.112"  # the newest version whose compaction lines we checked our output against
 # Fields Claude Code writes on every conversation line, taken from the session's own lines.
-_COMMON = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug")
+_COMMON = (
+    "userType",
+    "entrypoint",
+    "cwd",
+    "sessionId",
+    "version",
+    "gitBranch",
+    "slug",
+    "isSidechain",
+    "agentId",
+)
 # Reader bookkeeping and linkage: rebuilt for the new file, never copied from ``extra``.
 _SKIP = frozenset(
     {"parentUuid", "logicalParentUuid", "uuid", "uuids", "timestamp", "type", "message", "isSidechain",
@@ -169,7 +179,9 @@ class _Writer:
 
     def __init__(self, sid: str, template: dict[str, Any], first_ts: str | None) -> None:
         self.sid = sid
-        self.template = {k: v for k, v in template.items() if k != "sessionId"}
+        # a sub-agent's own transcript keeps every line on its side chain, as Claude Code wrote it
+        self.side = template.get("isSidechain") is True
+        self.template = {k: v for k, v in template.items() if k not in ("sessionId", "isSidechain")}
         self.prev: str | None = None
         self.ts = first_ts or now_iso()
         self.call_line: dict[str, str] = {}
@@ -179,7 +191,7 @@ class _Writer:
     ) -> bytes:
         uid = str(uuid.uuid4())
         self.ts = ts or self.ts
-        d: dict[str, Any] = {"parentUuid": None if root else self.prev, "isSidechain": False}
+        d: dict[str, Any] = {"parentUuid": None if root else self.prev, "isSidechain": self.side}
         if "cwd" not in fields:  # a line ctxfold made: the session's fields (Claude Code's keep their own)
             d.update(self.template)
         d.update((k, v) for k, v in fields.items() if k not in _SKIP)
@@ -296,7 +308,7 @@ def write(t: Transcript) -> Iterator[bytes]:
         elif (
             isinstance(e, ApiError)
             and e.extra.get("type") in ("assistant", "system")
-            and not e.extra.get("isSidechain")
+            and bool(e.extra.get("isSidechain")) == w.side  # errors of the chain being written
         ):
             yield w.line(e.extra["type"], e.extra, e.timestamp, e.extra.get("message"))
     prompt = _last_prompt(written)

@@ -72,6 +72,7 @@ class Replay:
     model: str | None = None
     context_window: int | None = None
     session_id: str | None = None
+    agent: str | None = None  # set for a sub-agent's own transcript (its id)
     messages_seen: int = 0
     side_messages: int = 0
     side_requests: int = 0
@@ -217,6 +218,8 @@ class SessionCounter:
         s.model = u.model or s.model
         s.context_window = u.context_window or s.context_window
         s.session_id = u.session_id or s.session_id
+        agent = u.extra.get("agent_id")
+        s.agent = agent if isinstance(agent, str) else s.agent
 
     def _compaction(self, m: CompactionMarker) -> None:
         s = self.state
