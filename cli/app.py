@@ -70,9 +70,8 @@ def estimate(
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand
     from ctxfold.core.config import load_config
-    from ctxfold.core.engine.now import estimate_doc, predict_now, prior_for
+    from ctxfold.core.engine.now import estimate_doc, learn_from, predict_now, prior_for
     from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.engine.replay import learn_from
     from ctxfold.core.tokens.estimate import estimate_file
 
     config = load_config()

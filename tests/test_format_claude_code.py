@@ -310,8 +310,8 @@ def test_agent_side_chains_inside_a_main_session_stay_side(tmp_path: Path) -> No
 def test_subagent_transcripts_learn_their_own_profile(tmp_path: Path) -> None:
     """A sub-agent (its own prompt and tools) is its own source in the profile, and shares no
     session key with its parent session although both carry the same session id."""
+    from ctxfold.core.engine.now import learn_from
     from ctxfold.core.engine.profile import Profiles, key_for, session_key
-    from ctxfold.core.engine.replay import learn_from
     from ctxfold.core.tokens.estimate import estimate_file
 
     est = estimate_file(SUBAGENT)

@@ -21,10 +21,9 @@ from ctxfold.core.compaction.statefile import Pass, State, entry_sha256, file_ha
 from ctxfold.core.config import Config
 from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
-from ctxfold.core.engine.now import calibrated, prior_for
+from ctxfold.core.engine.now import calibrated, learn_from, prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles
-from ctxfold.core.engine.replay import learn_from
 from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import materialize, open_transcript
 from ctxfold.core.providers.base import Summarizer, SummaryResult

@@ -9,8 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
-from ctxfold.core.engine.profile import Profiles, default_prior, key_for, session_key, source_of
+from ctxfold.core.engine.profile import (
+    Profiles,
+    default_prior,
+    key_for,
+    observe_session,
+    session_key,
+    source_of,
+)
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_to_dict
+
+
+def _key(est: FileEstimate) -> str:
+    return key_for(est.format, est.model.name, est.replay.agent)
+
+
+def _session(est: FileEstimate) -> str:
+    return session_key(est.path, est.replay.session_id, est.replay.agent)
 
 
 def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool = False) -> Prior:
@@ -18,10 +33,17 @@ def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool =
     and model (without the session itself when ``leave_out``), else the shipped default."""
     if profiles is None:
         return default_prior(source_of(est.format, est.replay.agent), est.model.provider)
-    this = session_key(est.path, est.replay.session_id, est.replay.agent) if leave_out else None
-    return profiles.prior(
-        key_for(est.format, est.model.name, est.replay.agent), est.model.provider, exclude=this
-    )
+    return profiles.prior(_key(est), est.model.provider, exclude=_session(est) if leave_out else None)
+
+
+def learn_from(profiles: Profiles, est: FileEstimate) -> None:
+    """Add one session to the profile (o200k estimates only: the profile is in o200k units)."""
+    if est.model.tokenizer != "o200k":
+        return
+    obs = observe_session(est.requests, est.model.provider)
+    if obs is not None:
+        profiles.learn(_key(est), _session(est), obs)
+        profiles.save()
 
 
 def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Calibrator:

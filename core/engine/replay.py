@@ -20,9 +20,9 @@ from ctxfold.core.engine.calibration import (
     Prior,
     make_calibrator,
 )
-from ctxfold.core.engine.now import prior_for
+from ctxfold.core.engine.now import learn_from, prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles, key_for, observe_session, session_key
+from ctxfold.core.engine.profile import Profiles
 from ctxfold.core.formats.loader import Opened
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
@@ -215,17 +215,3 @@ def report_file(
     if profiles is not None:
         learn_from(profiles, est)
     return report
-
-
-def learn_from(profiles: Profiles, est: FileEstimate) -> None:
-    """Add one session to the profile (o200k estimates only: the profile is in o200k units)."""
-    if est.model.tokenizer != "o200k":
-        return
-    obs = observe_session(est.requests, est.model.provider)
-    if obs is not None:
-        profiles.learn(
-            key_for(est.format, est.model.name, est.replay.agent),
-            session_key(est.path, est.replay.session_id, est.replay.agent),
-            obs,
-        )
-        profiles.save()
