@@ -71,3 +71,20 @@ def test_every_kind_round_trips_and_validates() -> None:
         data = codec.encode(e)
         assert codec.decode(orjson.loads(orjson.dumps(data))) == e
         assert not list(validator.iter_errors(data)), data
+
+
+def test_a_declared_hidden_prompt_is_counted(tmp_path: Path) -> None:
+    """A harness_text part in a native transcript counts the tokens it declares."""
+    from ctxfold.core.tokens.estimate import estimate_file
+
+    header = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}
+    text = {"type": "text", "text": "Fix the checkout total"}
+    hidden = {"type": "opaque", "opaque_type": "harness_text", "data": {"tokens": 5_000}}
+    plain = write_jsonl(tmp_path / "a.jsonl", [header, {"type": "message", "role": "user", "parts": [text]}])
+    declared = write_jsonl(
+        tmp_path / "b.jsonl", [header, {"type": "message", "role": "user", "parts": [hidden, text]}]
+    )
+    schema = json.loads((ROOT / "core" / "schemas" / "ctxfold-transcript.schema.json").read_text())
+    for line in declared.read_text().splitlines():
+        jsonschema.validate(json.loads(line), schema)
+    assert estimate_file(declared).context_tokens == estimate_file(plain).context_tokens + 5_000
