@@ -262,10 +262,13 @@ def test_function_calling_example_when_not_native() -> None:
     t = openhands.MOCK_FNCALL_TOKENS
     groups = _instances(_entries(FIXTURES / "openhands" / "function-calling.jsonl"))
     assert [_example_tokens(g) for g in groups] == [
-        [t[""] + t["execute_bash"] + t["finish"]],  # null, toolu_01: mock ("think" has no example)
+        [
+            t["system"] + t["example"] + t["execute_bash"] + t["finish"]
+        ],  # null, toolu_01: mock ("think" has none)
         [],  # null, a provider's random id: native
-        [t[""] + t["str_replace_editor"] + t["browser"]],  # declared false
+        [t["system"] + t["example"] + t["str_replace_editor"] + t["browser"]],  # declared false
         [],  # declared true, whatever the ids
+        [t["system"]],  # declared false, but no tool with an example: the calling instructions only
     ]
     first_user = next(m for m in groups[0] if isinstance(m, Message) and m.role == "user")
     assert first_user.text == "Fix the bug in a.c"  # the example is counted, not invented as text
@@ -276,5 +279,6 @@ def test_real_file_was_run_without_native_function_calling() -> None:
     (jq: [.history[].tool_call_metadata.tool_call_id | select(.)] | all(test("^toolu_[0-9]+$"))
     → true on each line); the tools are execute_bash, think, finish, str_replace_editor."""
     t = openhands.MOCK_FNCALL_TOKENS
-    expected = t[""] + t["execute_bash"] + t["finish"] + t["str_replace_editor"]
+    expected = t["system"] + t["example"] + t["execute_bash"] + t["finish"] + t["str_replace_editor"]
+    assert expected == 1_808
     assert [_example_tokens(g) for g in _instances(_entries(real(REAL)))] == [[expected]] * 3

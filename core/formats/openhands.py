@@ -46,10 +46,19 @@ from ctxfold.core.transcript.model import (
 # Without native function calling (``native_tool_calling`` false, or a model OpenHands does not
 # call natively), OpenHands describes the tools in the system prompt and wraps the first user
 # message in a worked example; none of that text is in the evaluation output. Its size in o200k
-# tokens, measured on the text of OpenHands 0.35's ``llm/fn_call_converter.py``: the fixed frame
-# (instructions, example header and footer) and each tool's example turns. The tool descriptions
-# themselves are counted as the JSON tool definitions (about 10 % more than their text form).
-MOCK_FNCALL_TOKENS = {"": 278, "execute_bash": 1035, "str_replace_editor": 381, "browser": 79, "finish": 114}
+# tokens, measured on the text of OpenHands 0.35's ``llm/fn_call_converter.py``: the calling
+# instructions appended to the system prompt, the example's frame, and each tool's example turns
+# (a tool set with none of these tools gets no example). The tool descriptions themselves are
+# counted as the JSON tool definitions (about 10 % more than their text form).
+MOCK_FNCALL_TOKENS = {
+    "system": 171,
+    "example": 107,
+    "execute_bash": 1035,
+    "str_replace_editor": 381,
+    "browser": 79,
+    "finish": 114,
+}
+_EXAMPLE_TOOLS = ("execute_bash", "str_replace_editor", "browser", "finish")
 _MOCK_CALL_ID = re.compile(r"toolu_\d+")  # the converter numbers its calls; providers' ids are random
 
 NAME = "openhands"
@@ -94,8 +103,11 @@ def _mock_example_tokens(history: Sequence[Any], native: Any) -> int:
         if isinstance(tools, list)
         else set()
     )
-    shown = [n for n in MOCK_FNCALL_TOKENS if n and n in names]
-    return MOCK_FNCALL_TOKENS[""] + sum(MOCK_FNCALL_TOKENS[n] for n in shown) if shown else 0
+    if not names:
+        return 0
+    t = MOCK_FNCALL_TOKENS
+    shown = [n for n in _EXAMPLE_TOOLS if n in names]
+    return t["system"] + (t["example"] + sum(t[n] for n in shown) if shown else 0)
 
 
 def _event_id(e: Mapping[str, Any]) -> str | None:
