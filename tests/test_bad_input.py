@@ -92,6 +92,17 @@ def test_empty_file(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "empty file" in result.stderr
 
 
+def test_byte_order_mark_and_crlf_are_read_like_plain_lines(tmp_path: Path) -> None:
+    """Some Windows tools start a file with a UTF-8 BOM or end lines with CRLF: same transcript."""
+    data = jl(HEADER, USER)
+    plain = load(write(tmp_path, "plain.jsonl", data))
+    for name, variant in (("bom", b"\xef\xbb\xbf" + data), ("crlf", data.replace(b"\n", b"\r\n"))):
+        assert load(write(tmp_path, f"{name}.jsonl", variant)).entries == plain.entries, name
+    # a BOM anywhere else is still a bad line
+    with pytest.raises(LineError, match="not valid JSON"):
+        load(write(tmp_path, "late-bom.jsonl", jl(HEADER) + b"\xef\xbb\xbf" + jl(USER)))
+
+
 def test_unknown_format(tmp_path: Path) -> None:
     path = write(tmp_path, "weird.jsonl", jl({"foo": 1}, {"bar": [2]}))
     with pytest.raises(UnknownFormatError, match="unknown format"):

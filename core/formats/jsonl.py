@@ -13,6 +13,7 @@ from ctxfold.core.errors import InputError, LineError
 from ctxfold.core.formats.base import Line
 
 STDIN = "-"
+BOM = b"\xef\xbb\xbf"  # written by some Windows tools; not JSON, so dropped from the first line
 
 
 def open_binary(path: str | Path) -> BinaryIO:
@@ -58,7 +59,7 @@ def iter_lines(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Lin
             if prev is not None and prev.strip():
                 yield _parse(prev, no, last=False)
             no += 1
-            prev = raw
+            prev = raw[len(BOM) :] if no == 1 and raw.startswith(BOM) else raw
         if prev is not None and prev.strip():
             yield _parse(prev, no, last=True)
     finally:
