@@ -120,6 +120,9 @@ def report(
     all_rows: Annotated[
         bool, typer.Option("--all", help="List every request, not only the notable ones.")
     ] = False,
+    brief: Annotated[
+        bool, typer.Option("--brief", help="One line per file, then the totals (for folders of sessions).")
+    ] = False,
     plot: Annotated[
         str | None, typer.Option("--plot", help="Draw tokens over requests to OUT.svg, .png or .html.")
     ] = None,
@@ -185,7 +188,10 @@ def report(
             }
         )
     else:
-        render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
+        if brief:
+            render_report.brief(reports)
+        else:
+            render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
     if fail_on == "compact" and any(r.first_fire for r in reports):
         raise SystemExit(EXIT_CONDITION)
     if fail_on == "overflow" and any(r.count("overflow") for r in reports):

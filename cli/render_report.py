@@ -3,6 +3,7 @@ many-file run. Shares the consoles of :mod:`ctxfold.cli.render`; core computes e
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +126,54 @@ def _simulated_sent(sim: dict[str, Any], logged: int) -> str:
         f"{sim['prompt_tokens_total']:,} prompt tokens + {calls:,} for the summarizer "
         f"({change:+.0%} tokens against the log)"
     )
+
+
+def brief(reports: Sequence[Report]) -> None:
+    """One line per file (where it fires, how it went), then the totals."""
+    from ctxfold.core.engine.report_doc import summary
+
+    paths = [rep.estimate.path for rep in reports]
+    under = _common_folder(paths)
+    if under:
+        out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    for name, justify in (
+        ("file", "left"),
+        ("requests", "right"),
+        ("first fire", "right"),
+        ("late", "right"),
+        ("overflows", "right"),
+        ("p90 error", "right"),
+        ("sent", "right"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=name != "file", overflow="fold")  # type: ignore[arg-type]
+    for rep in reports:
+        for w in rep.estimate.model.warnings:
+            warn(f"{rep.estimate.path}: {w}")
+        s = summary(rep)
+        fire = s["first_fire"]
+        table.add_row(
+            os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path,
+            f"{s['requests']:,}",
+            "never" if fire is None else f"#{fire['request']}",
+            str(s["late"]),
+            str(s["overflows"]),
+            "—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%",
+            f"{s['prompt_tokens_total']:,}",
+        )
+    out.print(table)
+    out.print()
+    report_totals(reports)
+
+
+def _common_folder(paths: Sequence[str]) -> str | None:
+    """The folder all the files are under, when there are several (and none is stdin)."""
+    if len(paths) < 2 or "-" in paths:
+        return None
+    folder = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
+    if folder == os.path.sep:
+        return None
+    return min(os.path.relpath(folder), folder, key=len)
 
 
 def report_totals(reports: Sequence[Report]) -> None:

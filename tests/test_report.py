@@ -216,3 +216,20 @@ def test_totals_of_a_many_file_report(tmp_path: Path) -> None:
     text = runner.invoke(app, args).stdout
     assert f"all {t['files']} files" in text and f"{t['prompt_tokens_total']:,} prompt tokens" in text
     assert "all 1 files" not in runner.invoke(app, ["report", "--no-profile", str(SAMPLE)]).stdout
+
+
+def test_brief_prints_a_line_per_file_then_the_totals(tmp_path: Path) -> None:
+    files = []
+    for i, src in enumerate([*real_files()[:2], SAMPLE]):  # short paths: a table folds long ones
+        files.append(tmp_path / f"s{i}.jsonl")
+        files[-1].write_bytes(src.read_bytes())
+    args = ["report", "--no-profile", "--brief", *map(str, files)]
+    text = runner.invoke(app, args).stdout
+    doc = orjson.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    lines = text.splitlines()
+    assert [sum(ln.startswith(f"{f.name} ") for ln in lines) for f in files] == [1, 1, 1], text
+    assert "files under " in text
+    assert "estimate" not in text  # no per-request table
+    for f in doc["files"]:
+        assert f"{f['summary']['prompt_tokens_total']:,}" in text
+    assert f"all {len(files)} files" in text
