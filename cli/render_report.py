@@ -137,16 +137,9 @@ def brief(reports: Sequence[Report]) -> None:
     if under:
         out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
     table = Table(show_edge=False, pad_edge=False, box=None)
-    for name, justify in (
-        ("file", "left"),
-        ("requests", "right"),
-        ("first fire", "right"),
-        ("late", "right"),
-        ("overflows", "right"),
-        ("p90 error", "right"),
-        ("sent", "right"),
-    ):
-        table.add_column(name, justify=justify, no_wrap=name != "file", overflow="fold")  # type: ignore[arg-type]
+    table.add_column("file", overflow="fold")
+    for name in ("requests", "first fire", "late", "overflows", "p90 error", "sent"):
+        table.add_column(name, justify="right", no_wrap=True)
     for rep in reports:
         for w in rep.estimate.model.warnings:
             warn(f"{rep.estimate.path}: {w}")
