@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import FIXTURES, write_jsonl
 from typer.testing import CliRunner
 
@@ -51,3 +52,29 @@ def test_version() -> None:
     for flag in ("--version", "-V"):
         result = runner.invoke(app, [flag])
         assert result.exit_code == 0 and result.stdout.strip() == f"ctxfold {__version__}"
+
+
+def test_the_readme_quick_start_compacts_the_bundled_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's first command (its ctxfold part, as written) writes the three outputs, and a
+    second run says they are up to date."""
+    import shlex
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("\n")[1]
+    command = shlex.split(first.split("&&", 1)[1])
+    assert command[:2] == ["ctxfold", "compact"]
+    out = tmp_path / command[command.index("--out-dir") + 1]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fixtures").symlink_to(ROOT / "fixtures")
+    result = runner.invoke(app, command[1:])
+    assert result.exit_code == 0, result.output
+    stem = Path(command[2]).name.removesuffix(".jsonl")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{stem}.{suffix}" for suffix in ("compacted.jsonl", "summary.md", "ctxfold.json")
+    )
+    again = runner.invoke(app, command[1:])
+    assert again.exit_code == 0 and "up to date" in again.stdout
