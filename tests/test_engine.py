@@ -13,6 +13,7 @@ from ctxfold.core.engine.calibration import (
     Prior,
     SeedCalibrator,
     make_calibrator,
+    slope,
     split_first,
 )
 from ctxfold.core.engine.policy import compute_buffer, make_policy, parse_buffer
@@ -311,3 +312,23 @@ def test_the_readme_agent_loop_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert len(sent[1]) < len(sent[0])  # compacted after the refusal
     assert SUMMARY_OPEN in sent[1][0].text
     assert (tmp_path / "agent-state.json").exists()
+
+
+def test_slope_is_not_moved_by_a_bump_of_unlogged_content() -> None:
+    """Steps of 1.2 real tokens per estimated token, one of them carrying 8,600 tokens the log
+    never showed (a server-side web search): the median step keeps 1.2; first-to-last would not."""
+    points = [(10_000, 20_000)]
+    for i in range(1, 6):
+        e, r = points[-1]
+        points.append((e + 2_000, r + 2_400 + (8_600 if i == 2 else 0)))
+    assert slope(points) == pytest.approx(1.2)
+    (e0, r0), (e1, r1) = points[0], points[-1]
+    assert (r1 - r0) / (e1 - e0) > 2.0
+    assert slope(points[:1]) is None
+    assert slope([(0, 0), (1_000, 1_300)]) is None  # not enough growth yet
+    small = [(i * 400, i * 520) for i in range(8)]  # only steps under 500: the run as a whole
+    assert slope(small) == pytest.approx(1.3)
+    calibrator = GrowthCalibrator()
+    for e, r in points:
+        calibrator.observe(e, r)
+    assert calibrator.predict(points[-1][0] + 1_000).tokens == points[-1][1] + 1_200

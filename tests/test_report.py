@@ -166,9 +166,10 @@ def test_tokens_sent_over_the_session(path: Path) -> None:
     small = summary(report_file(str(path), use_profile=False, simulate=True, window=60_000))["simulation"]
     if small["compactions"]:
         assert small["prompt_tokens_total"] < s["prompt_tokens_total"]
-        assert (
-            small["summarizer_input_tokens"] >= 48_000 * small["compactions"]
-        )  # each fired at the threshold
+        # each fired near the 48k threshold (the prediction, not the real count, reached it) and
+        # inside the 60k window
+        n = small["compactions"]
+        assert 0.9 * 48_000 * n <= small["summarizer_input_tokens"] <= 60_000 * n
         assert small["summarizer_output_tokens"] == 6_000 * small["compactions"]  # buffer 12,000 × 0.5
 
 

@@ -20,7 +20,9 @@ model), else the provider default.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +38,7 @@ MIN_FACTOR, MAX_FACTOR = 1.0, 5.0
 PROVIDER_RATIO = {"anthropic": 1.3, "openai": 1.0, "google": 1.1, "meta": 1.05, "other": 1.15}
 MIN_RATIO, MAX_RATIO = 0.8, 5.0  # 5.0: the seeds' cap on a correction factor
 SLOPE_MIN_SPAN = 2_000  # estimated tokens of growth before a session's own slope is trusted
+SLOPE_MIN_STEP = 500  # smaller steps are mostly framing and rounding: too noisy to read a ratio off
 VISIBLE_SHARE = 0.25  # a single point speaks for the ratio only if this much of it is visible
 
 
@@ -64,6 +67,30 @@ class Prior:
     @property
     def first(self) -> float:
         return self.ratio if self.first_ratio is None else self.first_ratio
+
+
+def slope(points: Sequence[tuple[int, int]]) -> float | None:
+    """Real tokens per estimated token over a run of (estimate, real) points, once they span
+    ``SLOPE_MIN_SPAN``: the median of the ratios of the steps of at least ``SLOPE_MIN_STEP``.
+
+    A median, because content the log does not show comes in bumps (a Codex web search's results,
+    injected server-side, add 8.6k real tokens to one step): the first-to-last slope would read
+    such a bump as the tokenizer's ratio for the rest of the session (+40 % on a later request),
+    while it is already in the last real count the prediction starts from.
+    """
+    if len(points) < 2 or points[-1][0] - points[0][0] < SLOPE_MIN_SPAN:
+        return None
+    steps = [
+        (r1 - r0) / (e1 - e0)
+        for (e0, r0), (e1, r1) in itertools.pairwise(points)
+        if e1 - e0 >= SLOPE_MIN_STEP
+    ]
+    if steps:
+        ratio = statistics.median(steps)
+    else:  # only small steps: the run as a whole
+        (e0, r0), (e1, r1) = points[0], points[-1]
+        ratio = (r1 - r0) / (e1 - e0)
+    return min(MAX_RATIO, max(MIN_RATIO, ratio))
 
 
 def split_first(estimate: int, real: int, ratio: float) -> tuple[int, float | None]:
@@ -145,11 +172,9 @@ class GrowthCalibrator(_Base):
         underestimate is the mistake that overflows the window. The point's own reading is used
         only when the log shows a fair share of what was counted: a 50-token estimate against
         26k real tokens says nothing about a ratio, only about a hidden prompt."""
-        if len(self.history) >= 2:
-            (e0, r0), (e1, r1) = self.history[0], self.history[-1]
-            if e1 - e0 >= SLOPE_MIN_SPAN:
-                slope = (r1 - r0) / (e1 - e0)
-                return min(MAX_RATIO, max(MIN_RATIO, slope)), "session slope"
+        session = slope(self.history)
+        if session is not None:
+            return session, "session slope"
         if self.history and self.history[-1][0] >= VISIBLE_SHARE * self.history[-1][1]:
             e, r = self.history[-1]
             point = min(MAX_RATIO, (r - self.prior.overhead) / e)
