@@ -30,6 +30,7 @@ def draw(report: Report, out: str) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise UsageError('--plot needs matplotlib: pip install "ctxfold[plot]"') from None
 
@@ -74,6 +75,7 @@ def draw(report: Report, out: str) -> None:
             ax.axvline(idx, color="#8c564b", alpha=0.35, label="simulated compaction" if i == 0 else None)
     ax.set_xlabel("model request")
     ax.set_ylabel("prompt tokens")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k" if v else "0"))
     ax.set_title(Path(report.estimate.path).name)
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.25)
