@@ -6,6 +6,7 @@ digest needs no model and gives the same answer every time.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -38,7 +39,9 @@ _PROBLEM = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=512)
 def _key(name: str) -> str:
+    """A tool name reduced to its letters: ``str_replace_editor`` → ``strreplaceeditor``."""
     return re.sub(r"[^a-z]", "", name.lower())
 
 
@@ -81,9 +84,10 @@ def request_text(m: Message) -> str | None:
     return text or None
 
 
-def file_actions(call: ToolCallPart) -> list[tuple[str, str]]:
-    """``(path, action)`` pairs a tool call touched, action one of read/written/edited/deleted."""
-    args = _args(call)
+def file_actions(call: ToolCallPart, args: Any = None) -> list[tuple[str, str]]:
+    """``(path, action)`` pairs a tool call touched, action one of read/written/edited/deleted
+    (``args``: the call's parsed arguments, when the caller has them already)."""
+    args = _args(call) if args is None else args
     out: list[tuple[str, str]] = []
     texts = (
         [args]
@@ -116,11 +120,11 @@ def file_actions(call: ToolCallPart) -> list[tuple[str, str]]:
     return out
 
 
-def shell_command(call: ToolCallPart) -> str | None:
+def shell_command(call: ToolCallPart, args: Any = None) -> str | None:
     """The command line of a shell-like tool call, else None."""
     if _key(call.name) not in SHELL_TOOLS:
         return None
-    args = _args(call)
+    args = _args(call) if args is None else args
     cmd: Any = args
     if isinstance(args, dict):
         cmd = next((args[k] for k in ("command", "cmd", "script", "code", "input") if k in args), None)
@@ -148,13 +152,14 @@ _NOISE = re.compile(
 )
 
 
-def failed(result: ToolResultPart, tool: str) -> bool:
-    """Flagged as an error, or a shell command that exited non-zero or raised."""
+def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool:
+    """Flagged as an error, or a shell command that exited non-zero or raised (``status``: its
+    :func:`exit_status` when the caller has it already)."""
     if result.is_error:
         return True
     if _key(tool) not in SHELL_TOOLS:
         return False  # a file read that shows an error message is not an error
-    status = exit_status(result)
+    status = status or exit_status(result)
     return (
         status.startswith("exit ") and status != "exit 0"
     ) or "Traceback (most recent call last)" in result.text
@@ -194,6 +199,7 @@ def gather(messages: Sequence[Message]) -> Facts:
         for r in m.tool_results:
             results[r.call_id] = r
     names: dict[str, str] = {}
+    statuses: dict[str, str] = {}  # call id → exit status of its result, for shell commands
     for i, m in enumerate(messages):
         if m.branch is not None:
             continue
@@ -206,15 +212,17 @@ def gather(messages: Sequence[Message]) -> Facts:
         for call in m.tool_calls:
             facts.tool_calls += 1
             names[call.id] = call.name
-            for path, action in file_actions(call):
+            args = _args(call)  # parsed once for both readings
+            for path, action in file_actions(call, args):
                 _, actions = facts.files.pop(path, (i, []))
                 facts.files[path] = (i, actions if action in actions else [*actions, action])
-            cmd = shell_command(call)
+            cmd = shell_command(call, args)
             if cmd:
-                facts.commands.append((i, cmd, exit_status(results.get(call.id))))
+                statuses[call.id] = exit_status(results.get(call.id))
+                facts.commands.append((i, cmd, statuses[call.id]))
         for r in m.tool_results:
             tool = r.name or names.get(r.call_id, "tool")
-            if failed(r, tool):
+            if failed(r, tool, statuses.get(r.call_id)):
                 key = f"{tool}: {error_line(r)}"
                 facts.errors.pop(key, None)
                 facts.errors[key] = i
