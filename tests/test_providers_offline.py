@@ -235,3 +235,23 @@ def test_digest_of_real_other_sessions(rel: str, newest: str, file: str | None) 
     assert newest in text.split("## Key Information")[0]
     assert file is None or f"`{file}`" in text
     assert text == _digest(messages, budget=2500)
+
+
+def test_errors_are_read_from_each_result_even_when_call_ids_repeat() -> None:
+    """Local OpenAI-compatible servers number their calls (call_0 in every turn): each result is
+    judged by its own exit status, not by that of the last result with the same id."""
+    from ctxfold.core.providers.facts import gather
+
+    def turn(command: str, output: str) -> list[Message]:
+        call = ToolCallPart("call_0", "bash", {"command": command})
+        result = ToolResultPart("call_0", (TextPart(output),), name="bash")
+        return [Message("assistant", (call,)), Message("tool", (result,))]
+
+    msgs = [
+        Message("user", (TextPart("build it"),)),
+        *turn("make", "make: *** [all] Error 2\nexit code 2"),
+        *turn("ls", "Makefile\nexit code 0"),
+    ]
+    facts = gather(msgs)
+    assert list(facts.errors) == ["bash: make: *** [all] Error 2"]
+    assert [status for _, _, status in facts.commands] == ["exit 2", "exit 0"]

@@ -194,12 +194,8 @@ class Facts:
 
 def gather(messages: Sequence[Message]) -> Facts:
     facts = Facts()
-    results: dict[str, ToolResultPart] = {}
-    for m in messages:
-        for r in m.tool_results:
-            results[r.call_id] = r
     names: dict[str, str] = {}
-    statuses: dict[str, str] = {}  # call id → exit status of its result, for shell commands
+    pending: dict[str, int] = {}  # call id → its command in facts.commands, until its result comes
     for i, m in enumerate(messages):
         if m.branch is not None:
             continue
@@ -218,12 +214,19 @@ def gather(messages: Sequence[Message]) -> Facts:
                 facts.files[path] = (i, actions if action in actions else [*actions, action])
             cmd = shell_command(call, args)
             if cmd:
-                statuses[call.id] = exit_status(results.get(call.id))
-                facts.commands.append((i, cmd, statuses[call.id]))
-        for r in m.tool_results:
-            tool = r.name or names.get(r.call_id, "tool")
-            if failed(r, tool, statuses.get(r.call_id)):
-                key = f"{tool}: {error_line(r)}"
+                facts.commands.append((i, cmd, exit_status(None)))
+                pending[call.id] = len(facts.commands) - 1
+        for res in m.tool_results:
+            tool = res.name or names.get(res.call_id, "tool")
+            # a result answers the latest call with its id (some servers number ids from 0 each turn)
+            k = pending.pop(res.call_id, None)
+            status = None
+            if k is not None:
+                status = exit_status(res)
+                j, cmd, _ = facts.commands[k]
+                facts.commands[k] = (j, cmd, status)
+            if failed(res, tool, status):
+                key = f"{tool}: {error_line(res)}"
                 facts.errors.pop(key, None)
                 facts.errors[key] = i
     return facts
