@@ -296,6 +296,28 @@ def test_subagent_transcript_is_its_own_main_chain() -> None:
     assert est.replay.agent == "a4f1c9e2b7d3" and est.replay.side_requests == 0
 
 
+def test_subagent_transcript_starting_with_a_system_line(tmp_path: Path) -> None:
+    """A compacted sub-agent transcript (ctxfold's own output) starts with its compact_boundary
+    line: the agent is recognised there too, before any user or assistant line."""
+    from ctxfold.core.tokens.estimate import estimate_file
+
+    lines = SUBAGENT.read_text().splitlines()
+    first = json.loads(lines[0])
+    boundary = {
+        **{k: v for k, v in first.items() if k != "message"},
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "compactMetadata": {"trigger": "auto", "preTokens": 150_000},
+        "uuid": "b0",
+    }
+    path = tmp_path / "agent-a4f1c9e2b7d3.jsonl"
+    path.write_text("\n".join([json.dumps(boundary), *lines]) + "\n")
+    est = estimate_file(path)
+    assert est.replay.agent == "a4f1c9e2b7d3"
+    assert [m.branch for m in messages(entries(path))] == [None] * 4
+
+
 def test_agent_side_chains_inside_a_main_session_stay_side(tmp_path: Path) -> None:
     """The same agent lines after a main-chain start are a side chain of that session."""
     lines = SUBAGENT.read_text().splitlines()

@@ -163,20 +163,25 @@ class Reader:
         self._own: str | None = None  # the sub-agent whose own transcript this file is
 
     def _branch(self, d: dict[str, Any]) -> str | None:
-        """A line's branch. Claude Code 2.x writes each sub-agent's conversation to its own file
-        (``<session>/subagents/agent-<id>.jsonl``), every line a side-chain line of that agent:
-        a file whose conversation starts on an agent's side chain is that agent's transcript,
-        and its chain is the main one."""
+        """A line's branch: None for the main chain, else its side chain's agent."""
         side = _side(d)
-        if not self._started:
-            self._started = True
-            if side not in (None, "sidechain"):
-                self._own = side
         return None if side is not None and side == self._own else side
+
+    def _start(self, d: dict[str, Any]) -> None:
+        """At the first conversation line (user, assistant, system or attachment): Claude Code 2.x
+        writes each sub-agent's conversation to its own file (``<session>/subagents/agent-<id>.jsonl``),
+        every line on that agent's side chain, so a file that starts on an agent's side chain is
+        that agent's transcript, and its chain is the main one."""
+        self._started = True
+        side = _side(d)
+        if side not in (None, "sidechain"):
+            self._own = side
 
     def feed(self, line: Line) -> Iterable[Entry]:
         d = obj(line)
         t = need(d, "type", line, str)
+        if not self._started and t in ("assistant", "user", "system", "attachment"):
+            self._start(d)
         if t == "assistant":
             return self._assistant(d, line)
         if t == "user":
