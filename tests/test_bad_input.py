@@ -47,6 +47,12 @@ CASES = {
         3,
         "truncated last line",
     ),
+    "truncated-non-ascii": (  # err.pos counts characters, the line has more bytes
+        jl(HEADER, USER)
+        + '{"type":"message","role":"user","parts":[{"type":"text","text":"héllo wörld é'.encode(),
+        3,
+        "truncated last line",
+    ),
     "not-an-object": (jl(HEADER) + b"[1, 2]\n", 2, "expected a JSON object"),
     "binary-data": (jl(HEADER) + b"\x00\x01\x02\xffPNG", 2, "binary data, not JSON text (NUL byte at byte 0"),
     # no newline after it, but not cut short either: plainly not JSON, not "truncated"

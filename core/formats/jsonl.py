@@ -34,11 +34,12 @@ def _describe(raw: bytes, err: orjson.JSONDecodeError, last: bool) -> str:
     if nul >= 0:
         return f"binary data, not JSON text (NUL byte at byte {nul} of the line)"
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as u:
         return f"invalid UTF-8 at byte {u.start} of the line"
     # a last line that ends mid-value, with no newline after it: a writer was interrupted
-    if last and not raw.endswith(b"\n") and err.pos >= len(raw.rstrip()):
+    # (``err.pos`` counts characters, not bytes)
+    if last and not raw.endswith(b"\n") and err.pos >= len(text.rstrip()):
         return f"truncated last line (invalid JSON at char {err.pos}; was the file still being written?)"
     text = str(err).split(":", 1)[0]
     size = len(raw)
