@@ -22,11 +22,12 @@ class Spec:
     section: str
     default: Any
     kind: type
+    minimum: int | None = None  # for numbers: the smallest value that makes sense
 
 
 SPECS: dict[str, Spec] = {
     "model": Spec("defaults", None, str),
-    "window": Spec("defaults", None, int),
+    "window": Spec("defaults", None, int, minimum=1),
     "tokenizer": Spec("defaults", None, str),
     "buffer": Spec("defaults", None, str),
     "calibration": Spec("defaults", "growth", str),
@@ -34,9 +35,9 @@ SPECS: dict[str, Spec] = {
     "provider": Spec("compact", "offline", str),
     "base_url": Spec("compact", None, str),
     "tool_results": Spec("compact", "elide", str),
-    "timeout": Spec("compact", 60.0, float),
-    "max_retries": Spec("compact", 2, int),
-    "keep_observations": Spec("compact", 10, int),
+    "timeout": Spec("compact", 60.0, float, minimum=0),
+    "max_retries": Spec("compact", 2, int, minimum=0),
+    "keep_observations": Spec("compact", 10, int, minimum=0),
 }
 KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 
@@ -73,9 +74,12 @@ def setting(name: str, flag: Any, config: Config, environ: Mapping[str, str] | N
 
 def _convert(name: str, spec: Spec, raw: Any, where: str) -> Any:
     try:
-        return spec.kind(raw)
+        value = spec.kind(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {name} should be {spec.kind.__name__}, got {raw!r}") from None
+    if spec.minimum is not None and value < spec.minimum:
+        raise ConfigError(f"{where}: {name} should be at least {spec.minimum}, got {raw!r}")
+    return value
 
 
 def redact(value: str | None) -> str | None:

@@ -124,3 +124,20 @@ def test_bad_file_is_a_clear_error(in_tmp: Path) -> None:
     assert r.exit_code == 1 and "timeout should be float" in r.stderr
     (in_tmp / "ctxfold.toml").write_text('[models."x"]\nwindow = -3\n')
     assert "positive integer" in runner.invoke(app, ["config"]).stderr
+
+
+def test_bad_numbers_from_the_environment_are_config_errors(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXFOLD_WINDOW", "-100")
+    result = runner.invoke(app, ["estimate", str(SAMPLE)])
+    assert result.exit_code == 1 and "CTXFOLD_WINDOW: window should be at least 1" in result.stderr
+
+
+def test_seed_calibration_keeps_a_chosen_tokenizer(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--calibration seed counts with len/4 unless a tokenizer was chosen (here by the environment)."""
+    doc = orjson.loads(runner.invoke(app, ["report", "--json", "--calibration", "seed", str(SAMPLE)]).stdout)
+    assert doc["files"][0]["tokenizer"] == "heuristic"
+    monkeypatch.setenv("CTXFOLD_TOKENIZER", "o200k")
+    doc = orjson.loads(runner.invoke(app, ["report", "--json", "--calibration", "seed", str(SAMPLE)]).stdout)
+    assert doc["files"][0]["tokenizer"] == "o200k"

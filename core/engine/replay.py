@@ -24,6 +24,7 @@ from ctxfold.core.engine.now import learn_from, prior_for
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles
 from ctxfold.core.formats.loader import Opened
+from ctxfold.core.settings import setting
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
 
@@ -193,8 +194,8 @@ def report_file(
     on_progress: Callable[[Opened], None] | None = None,
 ) -> Report:
     """Estimate a file, replay it through the engine, and teach the profile what it showed."""
-    if tokenizer is None and calibration == "seed":
-        tokenizer = "heuristic"  # the seed rule is defined on len/4
+    if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":
+        tokenizer = "heuristic"  # the seed rule is defined on len/4, unless a tokenizer was chosen
     est = estimate_file(
         path,
         model=model,
