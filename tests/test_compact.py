@@ -56,6 +56,7 @@ def test_compact_teaches_the_profile_unless_told_not_to(tmp_path: Path) -> None:
     """Like estimate and report, compact learns from the session it reads."""
     src = copy(tmp_path)
     assert run(str(src), "--no-profile")[0] == 0
+    assert run(str(src), "--dry-run", "--force")[0] == 0  # a dry run writes nothing, the profile included
     assert orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"] == {}
     assert run(str(src))[0] == 0
     learned = orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"]

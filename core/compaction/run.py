@@ -134,7 +134,7 @@ def compact_file(
     before_est = estimate_of(messages) if incremental else est.context_tokens
     profiles = Profiles() if opts.use_profile else None
     prior = prior_for(est, profiles)
-    if profiles is not None:
+    if profiles is not None and not opts.dry_run:  # a dry run writes nothing, the profile included
         learn_from(profiles, est)  # like estimate and report: every session read teaches the profile
     if incremental and state is not None:
         cal = make_calibrator(opts.calibration, _state_prior(state, prior), est.model.tokenizer)
