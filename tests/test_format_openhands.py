@@ -25,6 +25,7 @@ from ctxfold.core.transcript.model import (
     Entry,
     MediaPart,
     Message,
+    TextPart,
 )
 
 EDGE = FIXTURES / "openhands" / "edge-cases.jsonl"
@@ -243,16 +244,10 @@ def test_streaming() -> None:
 
 
 def _example_tokens(group: list[Entry]) -> list[int]:
-    """The sizes of the unlogged function-calling examples in an instance's messages."""
-    from ctxfold.core.transcript.model import OpaquePart
+    """The unlogged function-calling text each system update of an instance declares."""
+    from ctxfold.core.transcript.model import harness_tokens
 
-    return [
-        p.data["tokens"]
-        for m in group
-        if isinstance(m, Message)
-        for p in m.parts
-        if isinstance(p, OpaquePart) and p.type == "harness_text"
-    ]
+    return [n for e in group if isinstance(e, ContextUpdate) and e.system and (n := harness_tokens(e))]
 
 
 def test_function_calling_example_when_not_native() -> None:
@@ -271,7 +266,27 @@ def test_function_calling_example_when_not_native() -> None:
         [t["system"]],  # declared false, but no tool with an example: the calling instructions only
     ]
     first_user = next(m for m in groups[0] if isinstance(m, Message) and m.role == "user")
-    assert first_user.text == "Fix the bug in a.c"  # the example is counted, not invented as text
+    assert first_user.parts == (TextPart("Fix the bug in a.c"),)  # counted, not invented as text
+
+
+def test_function_calling_text_is_a_fixed_part_of_every_request(tmp_path: Path) -> None:
+    """The example is counted with the system prompt in every request, so it survives compaction
+    (OpenHands wraps whatever user message comes first), and a native instance after a mock one
+    drops it."""
+    from ctxfold.core.tokens.counting import Counter
+    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.core.tokens.tokenizers import get_tokenizer
+
+    t = openhands.MOCK_FNCALL_TOKENS
+    lines = (FIXTURES / "openhands" / "function-calling.jsonl").read_text().splitlines()
+    for keep, extra in (([0], t["system"] + t["example"] + t["execute_bash"] + t["finish"]), ([0, 1], 0)):
+        path = tmp_path / f"{len(keep)}.jsonl"
+        path.write_text("\n".join(lines[i] for i in keep) + "\n")
+        est = estimate_file(path, fmt="openhands")
+        assert est.replay.harness == extra
+        last = json.loads(lines[keep[-1]])["history"][0]["args"]
+        counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider)
+        assert est.replay.by_category["system"] == counter.count_system((last["content"],)) + extra
 
 
 def test_real_file_was_run_without_native_function_calling() -> None:

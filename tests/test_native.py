@@ -74,17 +74,32 @@ def test_every_kind_round_trips_and_validates() -> None:
 
 
 def test_a_declared_hidden_prompt_is_counted(tmp_path: Path) -> None:
-    """A harness_text part in a native transcript counts the tokens it declares."""
+    """A context entry's extra.harness_tokens declares unlogged per-request text by its size:
+    counted with the system prompt, and kept by compaction in the output's context entry."""
     from ctxfold.core.tokens.estimate import estimate_file
 
     header = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}
-    text = {"type": "text", "text": "Fix the checkout total"}
-    hidden = {"type": "opaque", "opaque_type": "harness_text", "data": {"tokens": 5_000}}
-    plain = write_jsonl(tmp_path / "a.jsonl", [header, {"type": "message", "role": "user", "parts": [text]}])
-    declared = write_jsonl(
-        tmp_path / "b.jsonl", [header, {"type": "message", "role": "user", "parts": [hidden, text]}]
-    )
+    user = {"type": "message", "role": "user", "parts": [{"type": "text", "text": "Fix the checkout total"}]}
+    hidden = {"type": "context", "extra": {"harness_tokens": 5_000}}
+    plain = write_jsonl(tmp_path / "a.jsonl", [header, user])
+    declared = write_jsonl(tmp_path / "b.jsonl", [header, hidden, user])
     schema = json.loads((ROOT / "core" / "schemas" / "ctxfold-transcript.schema.json").read_text())
     for line in declared.read_text().splitlines():
         jsonschema.validate(json.loads(line), schema)
-    assert estimate_file(declared).context_tokens == estimate_file(plain).context_tokens + 5_000
+    a, b = estimate_file(plain), estimate_file(declared)
+    assert b.context_tokens == a.context_tokens + 5_000
+    assert b.replay.by_category["system"] == a.replay.by_category["system"] + 5_000
+
+    from typer.testing import CliRunner
+
+    from ctxfold.cli.app import app
+
+    long = {"type": "message", "role": "user", "parts": [{"type": "text", "text": "lorem ipsum " * 4_000}]}
+    reply = {"type": "message", "role": "assistant", "parts": [{"type": "text", "text": "Done."}]}
+    big = write_jsonl(tmp_path / "c.jsonl", [header, hidden, long, reply, user])
+    result = CliRunner().invoke(
+        app, ["compact", str(big), "--force", "--no-profile", "--out-dir", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 0, result.output
+    out = estimate_file(tmp_path / "out" / "c.compacted.jsonl")
+    assert out.replay.harness == 5_000

@@ -184,18 +184,6 @@ def test_tool_reference_counts_as_the_definition_it_loads() -> None:
     assert c.total == c.by_category["tool_results"] + f.per_message
 
 
-@pytest.mark.parametrize(("data", "tokens"), [({"tokens": 1_808}, 1_808), ({"tokens": "many"}, 0), ("x", 0)])
-def test_harness_text_counts_its_recorded_size(data: object, tokens: int) -> None:
-    """Text a harness sends but its log leaves out is counted by the size the reader recorded."""
-    tok = get_tokenizer("o200k")
-    counter = Counter(tok, "meta")
-    plain = Message("user", (TextPart("Fix the bug in a.c"),))
-    (base,) = counter.count_messages([plain])
-    (c,) = counter.count_messages([Message("user", (OpaquePart(data, type="harness_text"), *plain.parts))])
-    assert c.total == base.total + tokens
-    assert c.by_category["user"] == base.by_category["user"] + tokens
-
-
 def test_tool_definitions_are_counted_as_serialized() -> None:
     tok = get_tokenizer("o200k")
     tools = [

@@ -34,7 +34,14 @@ from ctxfold.core.tokens.estimate import FileEstimate, estimate_entries
 from ctxfold.core.tokens.parallel import workers_for
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.context import Context, current_context
-from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
+from ctxfold.core.transcript.model import (
+    HARNESS_TOKENS,
+    CompactionMarker,
+    ContextUpdate,
+    Entry,
+    Message,
+    Transcript,
+)
 from ctxfold.core.transcript.repair import repair_pairs
 
 MIN_SHRINK = 0.10
@@ -125,7 +132,12 @@ def compact_file(
     incremental = state is not None and start > 0 and ctx.start == start
     if incremental and state is not None:
         messages = [summary_message(state.summary), *messages]
-    fixed = counter.count_system(ctx.system) + counter.count_tools(ctx.tools) + counter.framing.per_request
+    fixed = (
+        counter.count_system(ctx.system)
+        + ctx.harness
+        + counter.count_tools(ctx.tools)
+        + counter.framing.per_request
+    )
 
     def estimate_of(msgs: Sequence[Message]) -> int:
         return fixed + sum(c.total for c in counter.count_messages(list(msgs)))
@@ -297,6 +309,7 @@ def _compacted_transcript(
         model=ctx.model,
         context_window=ctx.context_window,
         session_id=ctx.session_id,
+        extra={HARNESS_TOKENS: ctx.harness} if ctx.harness else {},
     )
     entries: list[Entry] = [update]
     if summarized:

@@ -1,7 +1,7 @@
 """A session as it stands: what the engine knows of it and what it predicts for the next request.
 
-``estimate`` shows the prediction next to the raw count, ``compact`` decides with it, and
-``report`` starts its replay from the same prior.
+``estimate`` shows the prediction next to the raw count and ``compact`` decides with it;
+``report`` starts its replay from the same kind of prior, leaving the replayed session out.
 """
 
 from __future__ import annotations

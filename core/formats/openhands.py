@@ -32,12 +32,12 @@ from ctxfold.core.formats.openai_common import (
     usage_from_openai,
 )
 from ctxfold.core.transcript.model import (
+    HARNESS_TOKENS,
     CompactionMarker,
     ContextReset,
     ContextUpdate,
     Entry,
     Message,
-    OpaquePart,
     Part,
     TextPart,
     ToolResultPart,
@@ -119,7 +119,7 @@ class Reader(ListReader):
     def __init__(self) -> None:
         self._instances = 0
         self._extensions = False  # OpenHands prompt extensions (recalled context) of this instance
-        self._example = 0  # tokens of the function-calling example still to put before the first user message
+        self._example = 0  # tokens of the unlogged function-calling text of this instance
 
     def feed(self, line: Line) -> Iterable[Entry]:
         return list(self._entries(line))
@@ -157,12 +157,14 @@ class Reader(ListReader):
         args = get_dict(e, "args")
         if action == "system":
             tools = args.get("tools")
+            extra = rest(args, ("content", "tools"))
+            extra[HARNESS_TOKENS] = self._example  # sent with every request, logged nowhere (0: none)
             yield ContextUpdate(
                 system=(str(args.get("content") or e.get("message") or ""),),
                 tools=tuple(tooldef_from_openai(t) for t in tools if isinstance(t, dict))
                 if isinstance(tools, list)
                 else None,
-                extra=rest(args, ("content", "tools")),
+                extra=extra,
             )
         elif isinstance(meta, dict) and action is not None:
             msg = self._response_message(e, meta, responses, window, line)
@@ -176,10 +178,6 @@ class Reader(ListReader):
             urls = args.get("image_urls")
             if isinstance(urls, list):
                 parts.extend(media_from_url(u) for u in urls if isinstance(u, str))
-            if role == "user" and self._example:
-                example = {"tokens": self._example, "text": "OpenHands function-calling example (not logged)"}
-                parts.insert(0, OpaquePart(example, type="harness_text"))
-                self._example = 0
             yield self._msg(
                 role, parts, e, {**rest(e, _EVENT_USED), "args": rest(args, ("content", "image_urls"))}
             )

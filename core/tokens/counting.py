@@ -190,9 +190,6 @@ class Counter:
                         mc.thinking += hidden
                 elif isinstance(part, MediaPart):
                     fixed["media"] = fixed.get("media", 0) + self.media_tokens(part, texts, owners, i)
-                elif isinstance(part, OpaquePart) and part.type == "harness_text":
-                    # text the harness sends but the log leaves out, recorded by its size
-                    fixed[base] = fixed.get(base, 0) + as_count(part.data)
                 elif isinstance(part, OpaquePart):
                     texts.append(_json(part.data))
                     owners.append((i, base, False))
@@ -254,12 +251,6 @@ class Counter:
         texts = [_json(_tool_wire(t, self.provider)) for t in tools]
         f = self.framing
         return sum(self.tokenizer.count_batch(texts)) + f.tools_block + f.per_tool * len(tools)
-
-
-def as_count(data: Any) -> int:
-    """The ``tokens`` of a ``harness_text`` part (0 when unusable)."""
-    n = data.get("tokens") if isinstance(data, dict) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
 def thinking_from_blob(part: ThinkingPart) -> int:

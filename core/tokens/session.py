@@ -27,6 +27,7 @@ from ctxfold.core.transcript.model import (
     TextPart,
     ToolDef,
     ToolResultPart,
+    harness_tokens,
 )
 
 BATCH_MESSAGES = 256
@@ -73,6 +74,7 @@ class Replay:
     context_window: int | None = None
     session_id: str | None = None
     agent: str | None = None  # set for a sub-agent's own transcript (its id)
+    harness: int = 0  # tokens of unlogged text the harness sends with every request
     messages_seen: int = 0
     side_messages: int = 0
     side_requests: int = 0
@@ -209,9 +211,12 @@ class SessionCounter:
 
     def _update(self, u: ContextUpdate) -> None:
         s = self.state
-        if u.system is not None:
-            s.system = u.system
-            s.by_category["system"] = self.counter.count_system(u.system)
+        harness = harness_tokens(u)
+        if harness is not None:
+            s.harness = harness
+        if u.system is not None or harness is not None:
+            s.system = u.system if u.system is not None else s.system
+            s.by_category["system"] = self.counter.count_system(s.system) + s.harness
         if u.tools is not None:
             s.tools = u.tools
             s.by_category["tools"] = self.counter.count_tools(u.tools)

@@ -19,6 +19,7 @@ from ctxfold.core.transcript.model import (
     Message,
     TextPart,
     ToolDef,
+    harness_tokens,
 )
 
 
@@ -27,6 +28,7 @@ class Context:
     messages: list[Message] = field(default_factory=list)
     system: tuple[str, ...] = ()
     tools: tuple[ToolDef, ...] = ()
+    harness: int = 0  # tokens of unlogged text the harness sends with every request
     model: str | None = None
     context_window: int | None = None
     session_id: str | None = None
@@ -39,6 +41,8 @@ def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
         if isinstance(e, ContextUpdate):
             ctx.system = e.system if e.system is not None else ctx.system
             ctx.tools = e.tools if e.tools is not None else ctx.tools
+            harness = harness_tokens(e)
+            ctx.harness = harness if harness is not None else ctx.harness
             ctx.model = e.model or ctx.model
             ctx.context_window = e.context_window or ctx.context_window
             ctx.session_id = e.session_id or ctx.session_id

@@ -194,11 +194,15 @@ class ToolDef:
     kind: ClassVar[str] = "tool_def"
 
 
+HARNESS_TOKENS = "harness_tokens"  # ContextUpdate.extra: tokens of unlogged per-request harness text
+
+
 @dataclass(frozen=True, slots=True)
 class ContextUpdate:
     """The request's fixed parts changed: system prompt, tools, model or window.
 
-    ``None`` means "unchanged"; an empty tuple means "now empty".
+    ``None`` means "unchanged"; an empty tuple means "now empty". ``extra[HARNESS_TOKENS]``
+    declares text the harness sends with every request but the log leaves out, by its size.
     """
 
     system: tuple[str, ...] | None = None
@@ -239,3 +243,9 @@ class Transcript:
     @property
     def messages(self) -> tuple[Message, ...]:
         return tuple(e for e in self.entries if isinstance(e, Message))
+
+
+def harness_tokens(update: ContextUpdate) -> int | None:
+    """The declared size of the harness's unlogged text, when this update sets it."""
+    n = update.extra.get(HARNESS_TOKENS)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
