@@ -27,7 +27,14 @@ from pathlib import Path
 from estimate import REAL  # the same fixtures folder (and CTXFOLD_REAL_FIXTURES) as the other benches
 
 from ctxfold.core.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
-from ctxfold.core.engine.profile import Profiles, default_prior, key_for, observe_session, session_key
+from ctxfold.core.engine.profile import (
+    Profiles,
+    default_prior,
+    key_for,
+    observe_session,
+    project_key,
+    session_key,
+)
 from ctxfold.core.engine.replay import replay
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
@@ -51,7 +58,12 @@ def loo_profiles(files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path)
     for name, (est, _) in files.items():
         obs = observe_session(est.requests, est.model.provider)
         if obs:
-            prof.learn(key_for(est.format, est.model.name), session_key(name, None), obs)
+            prof.learn(
+                key_for(est.format, est.model.name),
+                session_key(name, None),
+                obs,
+                project_key(est.replay.project),
+            )
     return prof
 
 
@@ -64,7 +76,12 @@ def evaluate(
         source = heur if calibration == "seed" else est
         key = key_for(est.format, est.model.name)
         if prior_from == "profile":
-            prior = prof.prior(key, est.model.provider, exclude=session_key(name, None))
+            prior = prof.prior(
+                key,
+                est.model.provider,
+                exclude=session_key(name, None),
+                project=project_key(est.replay.project),
+            )
         elif prior_from == "built-in":
             prior = default_prior(est.format, est.model.provider)
         else:

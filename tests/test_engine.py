@@ -203,6 +203,45 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
         Profiles(tmp_path / "p.json")
 
 
+def test_sessions_of_the_same_project_come_first(tmp_path: Path) -> None:
+    """Sessions run in the same directory share its memory files, MCP servers and hooks: one of
+    them says more about the next one's hidden prompt than the harness's median does."""
+    from ctxfold.core.engine.profile import project_key
+
+    prof = Profiles(tmp_path / "p.json")
+    here, there = project_key("/home/me/app"), project_key("/home/me/other")
+    for name, hidden in (("a", 20_000), ("b", 21_000), ("c", 22_000)):
+        prof.learn("claude-code|claude-opus-4", name, Observation(hidden, 1.3), there)
+    prof.learn("claude-code|claude-sonnet-4", "d", Observation(36_000, 1.2), here)
+    p = prof.prior("claude-code|claude-opus-4", "anthropic", project=here)  # another model, same project
+    assert (p.overhead, p.ratio) == (
+        36_000,
+        1.2,
+    ) and p.source == "profile claude-code in this project, 1 session(s)"
+    assert prof.prior("claude-code|claude-opus-4", "anthropic", project=there).overhead == 21_000
+    assert prof.prior("claude-code|claude-opus-4", "anthropic").overhead == 21_000  # no project known
+    # leaving the project's only session out falls back to the source's sessions
+    assert prof.prior("claude-code|claude-opus-4", "anthropic", project=here, exclude="d").overhead == 21_000
+    prof.save()
+    assert "/home/me" not in (tmp_path / "p.json").read_text()  # the profile names no path
+
+
+@pytest.mark.parametrize(
+    ("rel", "cwd"),
+    [  # jq: first .cwd of a line (Claude Code), .payload.cwd of session_meta (Codex), header .cwd (pi)
+        ("claude-code/raze-short.jsonl", "/Users/uzaxirr/work/raze"),
+        ("codex/fundwise.jsonl", "/Users/sarthiborkar/Build/FundWise"),
+        ("pi/large-session.jsonl", "/Users/badlogic/workspaces/pi-mono"),
+    ],
+)
+def test_the_project_a_log_names(rel: str, cwd: str) -> None:
+    from conftest import real
+
+    from ctxfold.core.tokens.estimate import estimate_file
+
+    assert estimate_file(real(rel)).replay.project == cwd
+
+
 def test_observe_session_uses_the_first_request_and_the_slope() -> None:
     reqs = [
         Request(0, 1_000, 1, real=26_300, real_source="usage"),

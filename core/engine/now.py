@@ -14,6 +14,7 @@ from ctxfold.core.engine.profile import (
     default_prior,
     key_for,
     observe_session,
+    project_key,
     session_key,
     source_of,
 )
@@ -28,12 +29,18 @@ def _session(est: FileEstimate) -> str:
     return session_key(est.path, est.replay.session_id, est.replay.agent)
 
 
+def _project(est: FileEstimate) -> str | None:
+    return project_key(est.replay.project)
+
+
 def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool = False) -> Prior:
     """What is known of a session before its first real count: the learned profile of its source
     and model (without the session itself when ``leave_out``), else the shipped default."""
     if profiles is None:
         return default_prior(source_of(est.format, est.replay.agent), est.model.provider)
-    return profiles.prior(_key(est), est.model.provider, exclude=_session(est) if leave_out else None)
+    return profiles.prior(
+        _key(est), est.model.provider, exclude=_session(est) if leave_out else None, project=_project(est)
+    )
 
 
 def learn_from(profiles: Profiles, est: FileEstimate) -> None:
@@ -42,7 +49,7 @@ def learn_from(profiles: Profiles, est: FileEstimate) -> None:
         return
     obs = observe_session(est.requests, est.model.provider)
     if obs is not None:
-        profiles.learn(_key(est), _session(est), obs)
+        profiles.learn(_key(est), _session(est), obs, _project(est))
         profiles.save()
 
 

@@ -133,37 +133,47 @@ class Profiles:
         profiles: dict[str, dict[str, Any]] = self.data["profiles"]
         return profiles
 
-    def learn(self, key: str, session: str, obs: Observation) -> None:
+    def learn(self, key: str, session: str, obs: Observation, project: str | None = None) -> None:
         entry = self.profiles.setdefault(key, {"sessions": {}})
         sessions: dict[str, Any] = entry["sessions"]
         sessions.pop(session, None)
         sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
         if obs.first_ratio is not None:
             sessions[session]["first_ratio"] = obs.first_ratio
+        if project is not None:
+            sessions[session]["project"] = project
         while len(sessions) > MAX_SESSIONS:
             sessions.pop(next(iter(sessions)))
 
-    def prior(self, key: str, provider: str, *, exclude: str | None = None) -> Prior:
-        """The median of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of them,
-        else of every model read from the same log format (a hidden prompt belongs to the
+    def prior(
+        self, key: str, provider: str, *, exclude: str | None = None, project: str | None = None
+    ) -> Prior:
+        """The median of the sessions of the same source run in the same ``project`` (its
+        memory files, MCP servers and hooks are the rest of the hidden prompt), any model, when
+        there is one; else of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of
+        them, else of every model read from the same log format (a hidden prompt belongs to the
         harness more than to the model: one or two sessions of a model say less than many of
         its harness), else :func:`default_prior`."""
         fmt = key.split("|", 1)[0]
+        same_format = [k for k in self.profiles if k.startswith(fmt + "|")]
         scopes = (
-            (key, [key]),
-            (f"{fmt} (any model)", [k for k in self.profiles if k.startswith(fmt + "|")]),
+            (f"{fmt} in this project", same_format, 1),
+            (key, [key], MIN_SESSIONS),
+            (f"{fmt} (any model)", same_format, MIN_SESSIONS),
         )
         chosen: tuple[str, list[dict[str, Any]]] | None = None
-        for scope, keys in scopes:
+        for scope, keys, enough in scopes:
+            if enough == 1 and project is None:
+                continue
             obs = [
                 v
                 for k in keys
                 for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
-                if s != exclude
+                if s != exclude and (enough > 1 or v.get("project") == project)
             ]
             if obs:
                 chosen = (scope, obs)
-                if len(obs) >= MIN_SESSIONS:
+                if len(obs) >= enough:
                     break
         if chosen is None:
             return default_prior(fmt, provider)
@@ -183,6 +193,11 @@ class Profiles:
             self.path.unlink()
         self.data = {"version": VERSION, "profiles": {}}
         return existed
+
+
+def project_key(cwd: str | None) -> str | None:
+    """A working directory as the profile keeps it: hashed, so the file names no path."""
+    return hashlib.sha256(cwd.encode()).hexdigest()[:16] if cwd else None
 
 
 def session_key(path: str, session_id: str | None, agent: str | None = None) -> str:

@@ -75,6 +75,7 @@ class Replay:
     session_id: str | None = None
     agent: str | None = None  # set for a sub-agent's own transcript (its id)
     harness: int = 0  # tokens of unlogged text the harness sends with every request
+    project: str | None = None  # the working directory the log names (cwd), if any
     messages_seen: int = 0
     side_messages: int = 0
     side_requests: int = 0
@@ -153,6 +154,8 @@ class SessionCounter:
     def _message(self, msg: Message, mc: MessageCount) -> None:
         s = self.state
         s.messages_seen += 1
+        if s.project is None and isinstance(msg.extra.get("cwd"), str):
+            s.project = msg.extra["cwd"]  # Claude Code names it on every line
         if msg.branch is not None:
             s.side_messages += 1
             if msg.usage is not None and msg.usage.final:
@@ -225,6 +228,8 @@ class SessionCounter:
         s.session_id = u.session_id or s.session_id
         agent = u.extra.get("agent_id")
         s.agent = agent if isinstance(agent, str) else s.agent
+        cwd = u.extra.get("cwd")  # Codex's session_meta, pi's session header
+        s.project = cwd if s.project is None and isinstance(cwd, str) and cwd else s.project
 
     def _compaction(self, m: CompactionMarker) -> None:
         s = self.state
