@@ -247,7 +247,7 @@ def _example_tokens(group: list[Entry]) -> list[int]:
     """The unlogged function-calling text each system update of an instance declares."""
     from ctxfold.core.transcript.model import harness_tokens
 
-    return [n for e in group if isinstance(e, ContextUpdate) and e.system and (n := harness_tokens(e))]
+    return [n for e in group if isinstance(e, ContextUpdate) and (n := harness_tokens(e))]
 
 
 def test_function_calling_example_when_not_native() -> None:
@@ -272,13 +272,16 @@ def test_function_calling_example_when_not_native() -> None:
 def test_function_calling_text_is_a_fixed_part_of_every_request(tmp_path: Path) -> None:
     """The example is counted with the system prompt in every request, so it survives compaction
     (OpenHands wraps whatever user message comes first), and a native instance after a mock one
-    drops it."""
+    drops it, even one whose history has no system event."""
     from ctxfold.core.tokens.counting import Counter
     from ctxfold.core.tokens.estimate import estimate_file
     from ctxfold.core.tokens.tokenizers import get_tokenizer
 
     t = openhands.MOCK_FNCALL_TOKENS
     lines = (FIXTURES / "openhands" / "function-calling.jsonl").read_text().splitlines()
+    no_system = json.loads(lines[1])
+    no_system["history"] = no_system["history"][1:]
+    lines.append(json.dumps(no_system))
     for keep, extra in (([0], t["system"] + t["example"] + t["execute_bash"] + t["finish"]), ([0, 1], 0)):
         path = tmp_path / f"{len(keep)}.jsonl"
         path.write_text("\n".join(lines[i] for i in keep) + "\n")
@@ -287,6 +290,12 @@ def test_function_calling_text_is_a_fixed_part_of_every_request(tmp_path: Path) 
         last = json.loads(lines[keep[-1]])["history"][0]["args"]
         counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider)
         assert est.replay.by_category["system"] == counter.count_system((last["content"],)) + extra
+    # a mock instance, then a native one without a system event: nothing carried over
+    path = tmp_path / "carry.jsonl"
+    path.write_text(lines[0] + "\n" + lines[-1] + "\n")
+    est = estimate_file(path, fmt="openhands")
+    assert est.replay.harness == 0
+    assert est.requests[-1].fixed < est.requests[0].fixed - 1_000
 
 
 def test_real_file_was_run_without_native_function_calling() -> None:

@@ -119,7 +119,6 @@ class Reader(ListReader):
     def __init__(self) -> None:
         self._instances = 0
         self._extensions = False  # OpenHands prompt extensions (recalled context) of this instance
-        self._example = 0  # tokens of the unlogged function-calling text of this instance
 
     def feed(self, line: Line) -> Iterable[Entry]:
         return list(self._entries(line))
@@ -132,15 +131,16 @@ class Reader(ListReader):
         self._instances += 1
         llm = get_dict(get_dict(d, "metadata"), "llm_config")
         window = as_int(llm.get("max_input_tokens")) or None
+        example = _mock_example_tokens(history, llm.get("native_tool_calling"))
         yield ContextUpdate(
             model=get_str(llm, "model"),
             context_window=window,
             session_id=str(d["instance_id"]) if d.get("instance_id") is not None else None,
-            extra=rest(d, ("history", "instance_id")),
+            # sent with every request of this instance, logged nowhere (0: none, whatever came before)
+            extra={**rest(d, ("history", "instance_id")), HARNESS_TOKENS: example},
         )
         agent = get_dict(get_dict(d, "metadata"), "agent_config")
         self._extensions = agent.get("enable_prompt_extensions") is True
-        self._example = _mock_example_tokens(history, llm.get("native_tool_calling"))
         responses: set[str] = set()
         for e in history:
             if not isinstance(e, dict):
@@ -158,7 +158,6 @@ class Reader(ListReader):
         if action == "system":
             tools = args.get("tools")
             extra = rest(args, ("content", "tools"))
-            extra[HARNESS_TOKENS] = self._example  # sent with every request, logged nowhere (0: none)
             yield ContextUpdate(
                 system=(str(args.get("content") or e.get("message") or ""),),
                 tools=tuple(tooldef_from_openai(t) for t in tools if isinstance(t, dict))
