@@ -255,3 +255,27 @@ def test_errors_are_read_from_each_result_even_when_call_ids_repeat() -> None:
     facts = gather(msgs)
     assert list(facts.errors) == ["bash: make: *** [all] Error 2"]
     assert [status for _, _, status in facts.commands] == ["exit 2", "exit 0"]
+
+
+def test_results_pair_with_their_own_call_in_odd_orders() -> None:
+    """A result written before its call still gives the command its status; a reused id does not
+    hand a later call's result to an older unanswered command."""
+    from ctxfold.core.providers.facts import gather
+
+    def call(cid: str, name: str, args: dict[str, Any]) -> Message:
+        return Message("assistant", (ToolCallPart(cid, name, args),))
+
+    def result(cid: str, text: str, *, error: bool = False) -> Message:
+        return Message("tool", (ToolResultPart(cid, (TextPart(text),), is_error=error),))
+
+    early = gather([result("t1", "Exit code 2"), call("t1", "Bash", {"command": "make"})])
+    assert [status for _, _, status in early.commands] == ["exit 2"]
+    reused = gather(
+        [
+            call("call_0", "execute_bash", {"command": "make test"}),  # never answered
+            Message("user", (TextPart("stop that"),)),
+            call("call_0", "str_replace_editor", {"command": "view", "path": "/x"}),
+            result("call_0", "ERROR: Invalid path", error=True),
+        ]
+    )
+    assert [status for _, _, status in reused.commands] == ["no result"]

@@ -196,6 +196,7 @@ def gather(messages: Sequence[Message]) -> Facts:
     facts = Facts()
     names: dict[str, str] = {}
     pending: dict[str, int] = {}  # call id → its command in facts.commands, until its result comes
+    early: dict[str, ToolResultPart] = {}  # results written before their call (Claude Code can)
     for i, m in enumerate(messages):
         if m.branch is not None:
             continue
@@ -212,9 +213,10 @@ def gather(messages: Sequence[Message]) -> Facts:
             for path, action in file_actions(call, args):
                 _, actions = facts.files.pop(path, (i, []))
                 facts.files[path] = (i, actions if action in actions else [*actions, action])
+            pending.pop(call.id, None)  # a reused id: an unanswered older call keeps "no result"
             cmd = shell_command(call, args)
             if cmd:
-                facts.commands.append((i, cmd, exit_status(None)))
+                facts.commands.append((i, cmd, exit_status(early.pop(call.id, None))))
                 pending[call.id] = len(facts.commands) - 1
         for res in m.tool_results:
             tool = res.name or names.get(res.call_id, "tool")
@@ -225,6 +227,8 @@ def gather(messages: Sequence[Message]) -> Facts:
                 status = exit_status(res)
                 j, cmd, _ = facts.commands[k]
                 facts.commands[k] = (j, cmd, status)
+            elif res.call_id not in names:
+                early[res.call_id] = res
             if failed(res, tool, status):
                 key = f"{tool}: {error_line(res)}"
                 facts.errors.pop(key, None)
