@@ -63,6 +63,7 @@ def loo_profiles(files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path)
                 session_key(name, None),
                 obs,
                 project_key(est.replay.project),
+                est.model.provider,
             )
     return prof
 

@@ -211,8 +211,9 @@ def test_sessions_of_the_same_project_come_first(tmp_path: Path) -> None:
     prof = Profiles(tmp_path / "p.json")
     here, there = project_key("/home/me/app"), project_key("/home/me/other")
     for name, hidden in (("a", 20_000), ("b", 21_000), ("c", 22_000)):
-        prof.learn("claude-code|claude-opus-4", name, Observation(hidden, 1.3), there)
-    prof.learn("claude-code|claude-sonnet-4", "d", Observation(36_000, 1.2), here)
+        prof.learn("claude-code|claude-opus-4", name, Observation(hidden, 1.3), there, "anthropic")
+    prof.learn("claude-code|claude-sonnet-4", "d", Observation(36_000, 1.2), here, "anthropic")
+    prof.learn("claude-code|gpt-5", "e", Observation(9_000, 1.0), here, "openai")  # other tokens: not used
     p = prof.prior("claude-code|claude-opus-4", "anthropic", project=here)  # another model, same project
     assert (p.overhead, p.ratio) == (
         36_000,

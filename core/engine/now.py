@@ -49,7 +49,7 @@ def learn_from(profiles: Profiles, est: FileEstimate) -> None:
         return
     obs = observe_session(est.requests, est.model.provider)
     if obs is not None:
-        profiles.learn(_key(est), _session(est), obs, _project(est))
+        profiles.learn(_key(est), _session(est), obs, _project(est), est.model.provider)
         profiles.save()
 
 

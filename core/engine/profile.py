@@ -133,15 +133,23 @@ class Profiles:
         profiles: dict[str, dict[str, Any]] = self.data["profiles"]
         return profiles
 
-    def learn(self, key: str, session: str, obs: Observation, project: str | None = None) -> None:
+    def learn(
+        self,
+        key: str,
+        session: str,
+        obs: Observation,
+        project: str | None = None,
+        provider: str | None = None,
+    ) -> None:
         entry = self.profiles.setdefault(key, {"sessions": {}})
         sessions: dict[str, Any] = entry["sessions"]
         sessions.pop(session, None)
         sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
         if obs.first_ratio is not None:
             sessions[session]["first_ratio"] = obs.first_ratio
-        if project is not None:
+        if project is not None and provider is not None:
             sessions[session]["project"] = project
+            sessions[session]["provider"] = provider  # overhead and ratio are in its tokens
         while len(sessions) > MAX_SESSIONS:
             sessions.pop(next(iter(sessions)))
 
@@ -149,8 +157,8 @@ class Profiles:
         self, key: str, provider: str, *, exclude: str | None = None, project: str | None = None
     ) -> Prior:
         """The median of the sessions of the same source run in the same ``project`` (its
-        memory files, MCP servers and hooks are the rest of the hidden prompt), any model, when
-        there is one; else of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of
+        memory files, MCP servers and hooks are the rest of the hidden prompt) with a model of
+        the same provider (counts are in its tokens), when there is one; else of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of
         them, else of every model read from the same log format (a hidden prompt belongs to the
         harness more than to the model: one or two sessions of a model say less than many of
         its harness), else :func:`default_prior`."""
@@ -169,7 +177,8 @@ class Profiles:
                 v
                 for k in keys
                 for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
-                if s != exclude and (enough > 1 or v.get("project") == project)
+                if s != exclude
+                and (enough > 1 or (v.get("project") == project and v.get("provider") == provider))
             ]
             if obs:
                 chosen = (scope, obs)
