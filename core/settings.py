@@ -8,6 +8,7 @@ redacted.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ class Spec:
     section: str
     default: Any
     kind: type
-    minimum: int | None = None  # for numbers: the smallest value that makes sense
+    minimum: float | None = None  # for numbers: the smallest value that makes sense
 
 
 SPECS: dict[str, Spec] = {
@@ -35,7 +36,7 @@ SPECS: dict[str, Spec] = {
     "provider": Spec("compact", "offline", str),
     "base_url": Spec("compact", None, str),
     "tool_results": Spec("compact", "elide", str),
-    "timeout": Spec("compact", 60.0, float, minimum=0),
+    "timeout": Spec("compact", 60.0, float, minimum=0.1),
     "max_retries": Spec("compact", 2, int, minimum=0),
     "keep_observations": Spec("compact", 10, int, minimum=0),
 }
@@ -73,10 +74,15 @@ def setting(name: str, flag: Any, config: Config, environ: Mapping[str, str] | N
 
 
 def _convert(name: str, spec: Spec, raw: Any, where: str) -> Any:
+    bad = ConfigError(f"{where}: {name} should be {spec.kind.__name__}, got {raw!r}")
+    if isinstance(raw, bool) or (spec.kind is int and isinstance(raw, float) and not raw.is_integer()):
+        raise bad  # TOML true or 2.7 is not a count
     try:
         value = spec.kind(raw)
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {name} should be {spec.kind.__name__}, got {raw!r}") from None
+        raise bad from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise bad
     if spec.minimum is not None and value < spec.minimum:
         raise ConfigError(f"{where}: {name} should be at least {spec.minimum}, got {raw!r}")
     return value

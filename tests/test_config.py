@@ -132,6 +132,18 @@ def test_bad_numbers_from_the_environment_are_config_errors(
     monkeypatch.setenv("CTXFOLD_WINDOW", "-100")
     result = runner.invoke(app, ["estimate", str(SAMPLE)])
     assert result.exit_code == 1 and "CTXFOLD_WINDOW: window should be at least 1" in result.stderr
+    monkeypatch.delenv("CTXFOLD_WINDOW")
+    for value in ("0", "nan", "inf"):
+        monkeypatch.setenv("CTXFOLD_TIMEOUT", value)
+        result = runner.invoke(app, ["config"])
+        assert result.exit_code == 1 and "CTXFOLD_TIMEOUT: timeout should be" in result.stderr, value
+
+
+def test_bad_numbers_in_the_file_are_config_errors(in_tmp: Path) -> None:
+    for line in ("keep_observations = true", "max_retries = 2.7"):
+        (in_tmp / "ctxfold.toml").write_text(f"[compact]\n{line}\n")
+        result = runner.invoke(app, ["config"])
+        assert result.exit_code == 1 and "should be int" in result.stderr, line
 
 
 def test_seed_calibration_keeps_a_chosen_tokenizer(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
