@@ -158,32 +158,36 @@ class Profiles:
     ) -> Prior:
         """The median of the sessions of the same source run in the same ``project`` (its
         memory files, MCP servers and hooks are the rest of the hidden prompt) with a model of
-        the same provider (counts are in its tokens), when there is one; else of the sessions of ``key`` when it has at least ``MIN_SESSIONS`` of
-        them, else of every model read from the same log format (a hidden prompt belongs to the
-        harness more than to the model: one or two sessions of a model say less than many of
-        its harness), else :func:`default_prior`."""
+        the same provider (counts are in its tokens), when there is one; else of the sessions of
+        ``key`` when it has at least ``MIN_SESSIONS`` of them, else of every model read from the
+        same log format (a hidden prompt belongs to the harness more than to the model: one or
+        two sessions of a model say less than many of its harness), else :func:`default_prior`."""
         fmt = key.split("|", 1)[0]
         same_format = [k for k in self.profiles if k.startswith(fmt + "|")]
-        scopes = (
-            (f"{fmt} in this project", same_format, 1),
-            (key, [key], MIN_SESSIONS),
-            (f"{fmt} (any model)", same_format, MIN_SESSIONS),
-        )
-        chosen: tuple[str, list[dict[str, Any]]] | None = None
-        for scope, keys, enough in scopes:
-            if enough == 1 and project is None:
-                continue
-            obs = [
+
+        def sessions(keys: list[str]) -> list[dict[str, Any]]:
+            return [
                 v
                 for k in keys
                 for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
                 if s != exclude
-                and (enough > 1 or (v.get("project") == project and v.get("provider") == provider))
             ]
-            if obs:
-                chosen = (scope, obs)
-                if len(obs) >= enough:
-                    break
+
+        chosen: tuple[str, list[dict[str, Any]]] | None = None
+        here = [
+            v
+            for v in sessions(same_format)
+            if project and (v.get("project"), v.get("provider")) == (project, provider)
+        ]
+        if here:
+            chosen = (f"{fmt} in this project", here)
+        else:
+            for scope, keys in ((key, [key]), (f"{fmt} (any model)", same_format)):
+                obs = sessions(keys)
+                if obs:
+                    chosen = (scope, obs)
+                    if len(obs) >= MIN_SESSIONS:
+                        break
         if chosen is None:
             return default_prior(fmt, provider)
         scope, obs = chosen
