@@ -98,7 +98,6 @@ class SessionCounter:
         self.counter = counter
         self.state = Replay(per_request=counter.framing.per_request)
         self._in_run = False
-        self._segment = 0
         self._segment_has_real = False
 
     def feed(self, entries: Iterable[Entry], *, workers: int = 0) -> Replay:
@@ -189,7 +188,7 @@ class SessionCounter:
             real_source=source,
             model=model or s.model,
             context_window=s.context_window,
-            segment=self._segment,
+            segment=self.state.segment,
             first_in_segment=not self._segment_has_real,
         )
         s.requests.append(req)
@@ -259,9 +258,8 @@ class SessionCounter:
             if cat not in ("system", "tools"):
                 s.by_category[cat] = 0
         self._in_run = False
-        self._segment += 1
+        s.segment += 1
         self._segment_has_real = False
-        s.segment = self._segment
 
 
 def _chars(msg: Message) -> int:
