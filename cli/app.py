@@ -179,12 +179,13 @@ def report(
 
         draw(reports[0], plot)
     if json_out:
+        docs = [to_dict(r) for r in reports]
         render.emit_json(
             {
                 "command": "report",
                 "version": 1,
-                "files": [to_dict(r) for r in reports],
-                "totals": totals(reports),
+                "files": docs,
+                "totals": totals(reports, [d["summary"] for d in docs]),
             }
         )
     else:

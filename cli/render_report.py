@@ -34,6 +34,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
     from ctxfold.core.engine.report_doc import explain as explain_lines
     from ctxfold.core.engine.report_doc import summary
 
+    sums = []
     for rep in reports:
         est, pol = rep.estimate, rep.policy
         for w in est.model.warnings:
@@ -41,6 +42,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         for s in est.skipped:
             warn(f"skipped {s}")
         s = summary(rep)
+        sums.append(s)
         out.print(Text.assemble((est.path, "bold"), f"  ({est.format}, {est.model.name or 'model ?'})"))
         facts = [
             ("window", f"{pol.window:,} ({est.model.window_source})"),
@@ -107,7 +109,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             out.print(Text(f"  plot written to {plot}"))
         out.print()
     if len(reports) > 1:
-        report_totals(reports)
+        report_totals(reports, sums)
 
 
 def _sent(s: dict[str, Any]) -> str:
@@ -140,10 +142,12 @@ def brief(reports: Sequence[Report]) -> None:
     table.add_column("file", overflow="fold")
     for name in ("requests", "first fire", "late", "overflows", "p90 error", "sent"):
         table.add_column(name, justify="right", no_wrap=True)
+    sums = []
     for rep in reports:
         for w in rep.estimate.model.warnings:
             warn(f"{rep.estimate.path}: {w}")
         s = summary(rep)
+        sums.append(s)
         fire = s["first_fire"]
         table.add_row(
             os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path,
@@ -156,7 +160,7 @@ def brief(reports: Sequence[Report]) -> None:
         )
     out.print(table)
     out.print()
-    report_totals(reports)
+    report_totals(reports, sums)
 
 
 def _common_folder(paths: Sequence[str]) -> str | None:
@@ -169,11 +173,11 @@ def _common_folder(paths: Sequence[str]) -> str | None:
     return min(os.path.relpath(folder), folder, key=len)
 
 
-def report_totals(reports: Sequence[Report]) -> None:
-    """The closing block of a many-file report."""
+def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> None:
+    """The closing block of a many-file report (``sums``: each report's summary)."""
     from ctxfold.core.engine.report_doc import totals
 
-    t = totals(reports)
+    t = totals(reports, sums)
     out.print(Text(f"all {t['files']} files", style="bold"))
     facts = [
         ("requests", f"{t['requests']:,} ({t['requests_with_real']:,} with real counts)"),

@@ -118,11 +118,11 @@ def to_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def totals(reports: Sequence[Report]) -> dict[str, Any]:
+def totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Across every file of one ``report`` run (a folder of sessions): how many fire, overflow or
     decide late, the pooled accuracy, and the prompt tokens sent in all (with compaction too,
-    when simulated)."""
-    sums = [summary(r) for r in reports]
+    when simulated). ``sums``: the reports' :func:`summary`, when the caller has them already."""
+    sums = [summary(r) for r in reports] if sums is None else sums
     errors = [
         abs(row.error)
         for r in reports
