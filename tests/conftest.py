@@ -49,6 +49,24 @@ def detect(path: Path) -> str:
     return detect_objs(sniff_head(path))[0]
 
 
+def claude_usage_lines(path: Path) -> list[tuple[int, str, int, int]]:
+    """Each main-chain line of a Claude Code log that carries a usage record, read straight from
+    the JSON: (line index, message id, prompt tokens = input + cache creation + cache read,
+    cache reads). A response split over several lines repeats its id."""
+    out = []
+    for i, line in enumerate(path.read_bytes().splitlines()):
+        d = orjson.loads(line)
+        m = d.get("message") or {}
+        if d.get("type") != "assistant" or d.get("isSidechain") or m.get("model") == "<synthetic>":
+            continue
+        if u := m.get("usage"):
+            reads = u.get("cache_read_input_tokens", 0)
+            out.append(
+                (i, m["id"], u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + reads, reads)
+            )
+    return out
+
+
 def real_files(source: str = "*") -> list[Path]:
     """Every real session file, or those of one source folder (empty when ../shared is absent)."""
     return sorted(REAL.glob(f"{source}/*.jsonl")) if REAL.is_dir() else []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, real, real_files
+from conftest import FIXTURES, claude_usage_lines, real, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
@@ -198,24 +198,11 @@ def _as_of_last_request(log: Path, tmp: Path) -> tuple[Path, int]:
     """A Claude Code log cut where its last main-chain response begins (the session as it stood
     when that request was sent), and the prompt tokens the provider counted for it, read from
     the raw usage record: input + cache creation + cache read."""
-    lines = log.read_bytes().splitlines(keepends=True)
-    rows = [orjson.loads(line) for line in lines]
-    answers = [
-        i
-        for i, d in enumerate(rows)
-        if d.get("type") == "assistant"
-        and not d.get("isSidechain")
-        and d["message"].get("usage")
-        and d["message"].get("model") != "<synthetic>"
-    ]
-    msg = rows[answers[-1]]["message"]
-    first = next(i for i, d in enumerate(rows) if d.get("message", {}).get("id") == msg["id"])
-    u = msg["usage"]
-    real_tokens = (
-        u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
-    )
+    usage = claude_usage_lines(log)
+    _, last_id, real_tokens, _ = usage[-1]
+    first = min(i for i, mid, _, _ in usage if mid == last_id)
     cut = tmp / log.name
-    cut.write_bytes(b"".join(lines[:first]))
+    cut.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:first]))
     return cut, real_tokens
 
 

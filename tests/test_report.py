@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, real, real_files
+from conftest import FIXTURES, claude_usage_lines, real, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
@@ -136,18 +136,8 @@ def test_report_runs_on_every_real_session(path: Path) -> None:
 def _claude_usage(path: Path) -> tuple[int, int]:
     """Prompt tokens (input + cache creation + cache read) and cache reads, summed over the
     distinct main-chain responses of a Claude Code log, straight from its usage records."""
-    prompt: dict[str, int] = {}
-    cached: dict[str, int] = {}
-    for line in path.read_bytes().splitlines():
-        d = orjson.loads(line)
-        m = d.get("message") or {}
-        if d.get("type") != "assistant" or d.get("isSidechain") or m.get("model") == "<synthetic>":
-            continue
-        if u := m.get("usage"):
-            reads = u.get("cache_read_input_tokens", 0)
-            prompt[m["id"]] = u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + reads
-            cached[m["id"]] = reads
-    return sum(prompt.values()), sum(cached.values())
+    by_id = {mid: (prompt, reads) for _, mid, prompt, reads in claude_usage_lines(path)}
+    return sum(p for p, _ in by_id.values()), sum(r for _, r in by_id.values())
 
 
 @pytest.mark.parametrize("path", real_files("claude-code"), ids=lambda p: p.name)
