@@ -184,7 +184,7 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
     prof.learn("claude-code|claude-sonnet-4", "c", Observation(16_000, 1.2))
     # two opus sessions are too few on their own: every model of the source speaks
     p = prof.prior("claude-code|claude-opus-4", "anthropic")
-    assert (p.overhead, p.ratio) == (26_000, 1.3) and "any model" in p.source
+    assert (p.overhead, p.ratio) == (26_000, 1.3) and "any anthropic model" in p.source
     prof.learn("claude-code|claude-opus-4", "d", Observation(34_000, 1.6))
     p = prof.prior("claude-code|claude-opus-4", "anthropic")
     assert (p.overhead, p.ratio) == (30_000, 1.5) and p.source.startswith("profile claude-code|claude-opus-4")
@@ -225,6 +225,34 @@ def test_sessions_of_the_same_project_come_first(tmp_path: Path) -> None:
     assert prof.prior("claude-code|claude-opus-4", "anthropic", project=here, exclude="d").overhead == 21_000
     prof.save()
     assert "/home/me" not in (tmp_path / "p.json").read_text()  # the profile names no path
+
+
+def test_a_new_format_borrows_the_providers_ratio_not_its_overhead(tmp_path: Path) -> None:
+    """A request log of a Claude model has no session of its format yet: the Claude sessions of
+    other harnesses lend their tokenizer ratio (the tokenizer's), not their hidden prompt (the
+    harness's); OpenAI keeps 1.0 (o200k is its own tokenizer)."""
+    prof = Profiles(tmp_path / "p.json")
+    for name, ratio in (("a", 1.20), ("b", 1.25), ("c", 1.50)):
+        prof.learn("claude-code|claude-opus-4", name, Observation(23_000, ratio), None, "anthropic")
+    prof.learn("codex|gpt-5", "x", Observation(5_000, 1.1), None, "openai")
+    p = prof.prior("litellm|claude-sonnet-4", "anthropic")
+    assert (p.overhead, p.ratio) == (0, 1.25) and "3 session(s) of other log formats" in p.source
+    assert prof.prior("litellm|claude-sonnet-4", "anthropic", exclude="b").ratio == 1.3  # 2: too few
+    assert prof.prior("native|gpt-4o", "openai") == Prior(0, 1.0, "openai default, no profile yet")
+    assert prof.prior("codex|gpt-5", "openai").overhead == 5_000  # a format of its own: unchanged
+
+
+def test_a_format_of_any_model_keeps_providers_apart(tmp_path: Path) -> None:
+    """ctxfold's own format and request logs carry any model: a GPT session's ratio (in o200k,
+    its own tokens) says nothing of a Claude session read from the same format."""
+    prof = Profiles(tmp_path / "p.json")
+    for name in "abc":
+        prof.learn("native|gpt-4o", name, Observation(0, 1.0), None, "openai")
+    p = prof.prior("native|claude-sonnet-4", "anthropic")
+    assert p.ratio == 1.3 and p.source == "anthropic default, no profile yet"
+    prof.learn("native|claude-opus-4", "d", Observation(0, 1.22), None, "anthropic")
+    p = prof.prior("native|claude-sonnet-4", "anthropic")
+    assert p.ratio == 1.22 and p.source == "profile native (any anthropic model), 1 session(s)"
 
 
 @pytest.mark.parametrize(

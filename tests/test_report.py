@@ -110,7 +110,7 @@ def test_profile_learned_then_shown_and_reset(tmp_path: Path) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text(SAMPLE.read_text().replace("7f1c2d9e-sample", "another-session", 1))
     doc = orjson.loads(runner.invoke(app, ["report", "--json", str(other)]).stdout)["files"][0]
-    assert doc["prior"]["source"] == "profile ctxfold (any model), 1 session(s)"
+    assert doc["prior"]["source"] == "profile ctxfold (any anthropic model), 1 session(s)"
     assert abs(doc["requests"][0]["error_pct"]) < 1 < abs(first["requests"][0]["error_pct"])
     reset = orjson.loads(runner.invoke(app, ["profile", "reset", "--json"]).stdout)
     assert reset["removed"] is True

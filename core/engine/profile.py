@@ -147,9 +147,10 @@ class Profiles:
         sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
         if obs.first_ratio is not None:
             sessions[session]["first_ratio"] = obs.first_ratio
-        if project is not None and provider is not None:
-            sessions[session]["project"] = project
+        if provider is not None:
             sessions[session]["provider"] = provider  # overhead and ratio are in its tokens
+        if project is not None:
+            sessions[session]["project"] = project
         while len(sessions) > MAX_SESSIONS:
             sessions.pop(next(iter(sessions)))
 
@@ -159,9 +160,10 @@ class Profiles:
         """The median of the sessions of the same source run in the same ``project`` (its
         memory files, MCP servers and hooks are the rest of the hidden prompt) with a model of
         the same provider (counts are in its tokens), when there is one; else of the sessions of
-        ``key`` when it has at least ``MIN_SESSIONS`` of them, else of every model read from the
-        same log format (a hidden prompt belongs to the harness more than to the model: one or
-        two sessions of a model say less than many of its harness), else :func:`default_prior`."""
+        ``key`` when it has at least ``MIN_SESSIONS`` of them, else of every model of the
+        provider read from the same log format (a hidden prompt belongs to the harness more than to the model: one or
+        two sessions of a model say less than many of its harness), else the provider's ratio
+        learned from other formats (:meth:`_provider_prior`)."""
         fmt = key.split("|", 1)[0]
         same_format = [k for k in self.profiles if k.startswith(fmt + "|")]
 
@@ -170,32 +172,49 @@ class Profiles:
                 v
                 for k in keys
                 for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
-                if s != exclude
+                # counts are in the provider's tokens: a format that carries any model (a request
+                # log, ctxfold's own) must not lend one provider's ratio to another's
+                if s != exclude and v.get("provider", provider) == provider
             ]
 
         chosen: tuple[str, list[dict[str, Any]]] | None = None
-        here = [
-            v
-            for v in sessions(same_format)
-            if project and (v.get("project"), v.get("provider")) == (project, provider)
-        ]
+        here = [v for v in sessions(same_format) if project and v.get("project") == project]
         if here:
             chosen = (f"{fmt} in this project", here)
         else:
-            for scope, keys in ((key, [key]), (f"{fmt} (any model)", same_format)):
+            for scope, keys in ((key, [key]), (f"{fmt} (any {provider} model)", same_format)):
                 obs = sessions(keys)
                 if obs:
                     chosen = (scope, obs)
                     if len(obs) >= MIN_SESSIONS:
                         break
         if chosen is None:
-            return default_prior(fmt, provider)
+            return self._provider_prior(fmt, provider, exclude)
         scope, obs = chosen
         overhead = int(statistics.median(o["overhead"] for o in obs))
         ratio = float(statistics.median(o["ratio"] for o in obs))
         first = float(statistics.median(o.get("first_ratio", o["ratio"]) for o in obs))
         source = f"profile {scope}, {len(obs)} session(s)"
         return Prior(overhead, ratio, source, None if first == ratio else first)
+
+    def _provider_prior(self, fmt: str, provider: str, exclude: str | None) -> Prior:
+        """A format never read yet: its shipped prior, else no hidden overhead and the tokenizer
+        ratio of the provider's sessions read from other formats. The ratio belongs to the
+        provider's tokenizer, not to the harness (the overhead does), so it carries across.
+        Not for OpenAI (o200k is its own tokenizer: a harness's ratio above 1 is the harness's)
+        nor for "other" (models of unrelated tokenizers)."""
+        if fmt in BUILTIN or provider in ("openai", "other"):
+            return default_prior(fmt, provider)
+        ratios = [
+            v["ratio"]
+            for entry in self.profiles.values()
+            for s, v in entry.get("sessions", {}).items()
+            if s != exclude and v.get("provider") == provider
+        ]
+        if len(ratios) < MIN_SESSIONS:
+            return default_prior(fmt, provider)
+        source = f"{provider} ratio of {len(ratios)} session(s) of other log formats"
+        return Prior(0, float(statistics.median(ratios)), source)
 
     def save(self) -> None:
         write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
