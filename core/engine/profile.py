@@ -99,7 +99,7 @@ def observe_session(requests: Sequence[Request], provider: str) -> Observation |
     # The first-to-last slope, not the calibrator's median step: what the profile needs is the
     # split of the first request into hidden overhead and ratio × estimate, and on the real
     # sessions the whole-session slope predicts the next session's first request better
-    # (leave-one-out, 14 of 20 within 15 % against 13 with the median step).
+    # (leave-one-out, 15 of 20 within 15 % against 13 with the median step).
     ratio = PROVIDER_RATIO.get(provider, 1.0)
     (e0, r0), (e1, r1) = points[0], points[-1]
     if e1 - e0 >= SLOPE_MIN_SPAN:
