@@ -225,6 +225,28 @@ def test_out_dir_and_output(tmp_path: Path) -> None:
     assert target.exists() and (target.parent / "short.summary.md").exists()
 
 
+@pytest.mark.parametrize("spelling", ["same", "relative", "symlink", "hardlink"])
+def test_an_output_that_is_the_input_is_refused_even_with_force(tmp_path: Path, spelling: str) -> None:
+    src = copy(tmp_path)
+    before = src.read_bytes()
+    target = {"same": src, "relative": tmp_path / "." / src.name}.get(spelling, tmp_path / "link.jsonl")
+    if spelling == "symlink":
+        target.symlink_to(src)
+    elif spelling == "hardlink":
+        target.hardlink_to(src)
+    code, _, err = run(str(src), "--force", "--window", "3000", "-o", str(target))
+    assert code == 1 and "is the input itself" in err
+    assert src.read_bytes() == before
+    assert not (tmp_path / f"{target.stem}.summary.md").exists()
+
+
+def test_output_and_out_dir_together_are_a_usage_error(tmp_path: Path) -> None:
+    src = copy(tmp_path)
+    code, _, err = run(str(src), "--force", "-o", str(tmp_path / "a.jsonl"), "--out-dir", str(tmp_path / "d"))
+    assert code == 2 and "not both" in err
+    assert not (tmp_path / "d").exists() and not (tmp_path / "a.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     "strategy", ["summary", "sliding-window", "mask-observations", "mask-observations+summary"]
 )

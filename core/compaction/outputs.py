@@ -31,13 +31,27 @@ def outputs_for(path: str, *, out_dir: str | None = None, output: str | None = N
         out = Path(output)
         base = out.name[: -len(".jsonl")] if out.name.endswith(".jsonl") else out.name
         base = base[: -len(".compacted")] if base.endswith(".compacted") else base
-        return Outputs(out, out.with_name(f"{base}.summary.md"), out.with_name(f"{base}.ctxfold.json"))
-    src = Path(path)
-    stem = src.name[: -len(".jsonl")] if src.name.endswith(".jsonl") else src.stem
-    folder = Path(out_dir) if out_dir else src.parent
-    return Outputs(
-        folder / f"{stem}.compacted.jsonl", folder / f"{stem}.summary.md", folder / f"{stem}.ctxfold.json"
-    )
+        outs = Outputs(out, out.with_name(f"{base}.summary.md"), out.with_name(f"{base}.ctxfold.json"))
+    else:
+        src = Path(path)
+        stem = src.name[: -len(".jsonl")] if src.name.endswith(".jsonl") else src.stem
+        folder = Path(out_dir) if out_dir else src.parent
+        outs = Outputs(
+            folder / f"{stem}.compacted.jsonl", folder / f"{stem}.summary.md", folder / f"{stem}.ctxfold.json"
+        )
+    if path != "-":
+        for out_path in (outs.compacted, outs.summary, outs.state):
+            if _same_file(out_path, Path(path)):
+                raise OutputError(f"{out_path} is the input itself: ctxfold never writes to its input")
+    return outs
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file, also through a symlink, a hard link or another spelling of the path."""
+    try:
+        return a.samefile(b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
 
 
 def render_transcript(t: Transcript) -> tuple[str, bytes]:

@@ -106,7 +106,11 @@ def compact_file(
     opts = options or CompactOptions()
     strategy = get_strategy(opts.strategy)
     if path == "-" and not (opts.output or opts.dry_run):
-        raise UsageError("compacting stdin needs -o/--output (there is no file name to put outputs next to)")
+        raise UsageError(
+            "compacting stdin needs -o/--output (there is no file name to name the outputs after)"
+        )
+    if opts.output and opts.out_dir:
+        raise UsageError("give -o/--output or --out-dir, not both (-o names the outputs' folder too)")
     # one pass: the file is parsed once, kept in memory for writing, and estimated as it streams
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
