@@ -1,18 +1,42 @@
 """Atomic file writes: a temp file in the same folder, fsync, then rename over the target.
 
-A crash or an error mid-write leaves the old file (or nothing), never a partial one.
+A crash or an error mid-write leaves the old file (or nothing), never a partial one. The file
+gets the mode a plain ``open()`` would give it (``0o666`` less the umask), or keeps the mode of
+the file it replaces: ``mkstemp``'s private ``0o600`` never leaks into the result.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from ctxfold.core.errors import OutputError
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system says (Linux ≥ 4.7);
+    elsewhere set and restored at once (``os.umask`` is the only way to read it)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", errors="replace") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def mode_for(path: Path) -> int:
+    """The permission bits ``path`` should get: those of the file there now (not its set-id or
+    sticky bits), else the mode a plain ``open(path, "w")`` would create it with."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode) & 0o777
+    except OSError:
+        return 0o666 & ~current_umask()
 
 
 @contextlib.contextmanager
@@ -26,6 +50,7 @@ def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
         raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
     try:
         with os.fdopen(fd, mode) as f:
+            _chmod(f.fileno(), tmp, mode_for(path))
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -34,6 +59,13 @@ def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _chmod(fd: int, tmp: str, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # pragma: no cover - Windows before 3.13: only the read-only bit means anything
+        os.chmod(tmp, mode)
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:
