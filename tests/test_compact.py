@@ -306,6 +306,12 @@ def test_every_real_session(tmp_path: Path, path: Path, strategy: str) -> None:
     assert state is not None and state.watermark == len(load(src).entries)
     code, out, _ = run(str(src), *args)
     assert code == 0 and "up to date" in out  # a second run is a no-op
+    # read back, the output claims no count of the old context, and keeps model and window
+    back = estimate_file(compacted)
+    assert [r.real for r in back.requests if r.real is not None] == []
+    assert back.model.provider == est.model.provider
+    if est.model.window_source == "recorded in the log":
+        assert (back.model.window, back.model.window_source) == (est.model.window, "recorded in the log")
 
 
 @pytest.mark.parametrize("path", real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -344,6 +350,23 @@ def test_appended_real_session_folds_only_the_new_part(tmp_path: Path, path: Pat
     second = load_state(outputs(src)[2])
     assert second is not None and second.watermark == len(entries) and len(second.passes) == 2
     assert validate(str(outputs(src)[0])).ok
+
+
+def test_the_quick_start_output_reads_back_at_the_size_compact_said(tmp_path: Path) -> None:
+    """The README's quick start: what `estimate` then predicts for the compacted log is what
+    `compact` said it would be (the session taught the profile its hidden prompt; the Claude
+    Code output names no model until its next response, and is read as a Claude model's)."""
+    src = copy(tmp_path, FIXTURES / "real" / "claude-code-sidechains.jsonl")
+    code, out, err = run(str(src), "--window", "24000", "--json")
+    assert code == 0, err
+    after = orjson.loads(out)["tokens_after"]
+    r = runner.invoke(app, ["estimate", str(outputs(src)[0]), "--window", "24000", "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = orjson.loads(r.stdout)["files"][0]
+    assert doc["provider"] == "anthropic"
+    assert abs(doc["predicted"]["tokens"] - after) <= 0.03 * after, (doc["predicted"], after)
+    r = runner.invoke(app, ["compact", str(outputs(src)[0]), "--window", "24000", "--dry-run", "--json"])
+    assert r.exit_code == 0 and orjson.loads(r.stdout)["status"] == "not-due", r.stdout
 
 
 def test_state_keeps_a_fully_logged_first_ratio(tmp_path: Path) -> None:

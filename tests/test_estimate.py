@@ -221,3 +221,34 @@ def test_predicted_next_request_is_what_the_provider_then_counted(path: Path, tm
     assert predicted["tokens"] == last.calibrated
     assert abs(predicted["tokens"] - real_tokens) / real_tokens < 0.05
     assert predicted["calibration"] == "growth" and predicted["basis"]
+
+
+def test_only_the_logged_model_teaches_the_profile(tmp_path: Path) -> None:
+    """`--model` over the log's model is a what-if: the counts were made by the log's model, so
+    the session is not filed under the other one (nor under the log's, with its counts reread)."""
+    path = real("claude-code/scout-images.jsonl")
+
+    def learned() -> list[str]:
+        return sorted(orjson.loads(runner.invoke(app, ["profile", "show", "--json"]).stdout)["profiles"])
+
+    assert runner.invoke(app, ["estimate", str(path), "--model", "gpt-4o"]).exit_code == 0
+    assert learned() == []
+    assert runner.invoke(app, ["estimate", str(path)]).exit_code == 0
+    assert learned() == ["claude-code|claude-sonnet-4"]
+
+
+def test_a_zero_count_is_no_count(tmp_path: Path) -> None:
+    """An aborted response, or a message kept across a compaction, carries usage of all zeros:
+    no request of 0 tokens was ever sent, so it is not a real count."""
+    lines = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "model": "gpt-4o",
+         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "yes", "model": "gpt-4o",
+         "usage": {"prompt_tokens": 31, "completion_tokens": 2, "total_tokens": 33}},
+    ]  # fmt: skip
+    f = tmp_path / "chat.jsonl"
+    f.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    est = estimate_file(f)
+    assert [r.real for r in est.requests] == [None, 31]

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ctxfold.core.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
@@ -326,7 +326,9 @@ def _compacted_transcript(
                 trigger="manual" if not r.policy.due(r.tokens_before) else "auto",
             )
         )
-    entries.extend(messages)
+    # a kept message's usage counted the request it answered, in the context before this pass:
+    # left in, it would read as the size of the compacted context (and teach the profile so)
+    entries.extend(replace(m, usage=None) if m.usage is not None else m for m in messages)
     return Transcript(
         source_format=t.source_format,
         entries=tuple(entries),

@@ -44,8 +44,11 @@ def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool =
 
 
 def learn_from(profiles: Profiles, est: FileEstimate) -> None:
-    """Add one session to the profile (o200k estimates only: the profile is in o200k units)."""
-    if est.model.tokenizer != "o200k":
+    """Add one session to the profile (o200k estimates only: the profile is in o200k units).
+
+    Only under the model that made the counts: not when ``--model`` overrides the log's model
+    or a model is merely assumed (settings, the harness's provider)."""
+    if est.model.tokenizer != "o200k" or est.model_source not in ("log", "--model"):
         return
     obs = observe_session(est.requests, est.model.provider)
     if obs is not None:

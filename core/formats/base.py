@@ -87,6 +87,20 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def zeroed(record: dict[str, Any]) -> dict[str, Any]:
+    """A usage record with every number set to 0 and its shape kept, the way the harnesses write
+    one for a message no request stands behind. A message kept across a compaction gets one: the
+    count it carried described the context before the compaction (a count of 0 is read as none)."""
+    return {
+        k: zeroed(v)
+        if isinstance(v, dict)
+        else 0
+        if isinstance(v, int | float) and not isinstance(v, bool)
+        else v
+        for k, v in record.items()
+    }
+
+
 def as_int(value: Any) -> int:
     """Token counts arrive as ints, floats or numeric strings; anything else counts as 0."""
     if isinstance(value, bool):

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.formats.base import now_iso
+from ctxfold.core.formats.base import now_iso, zeroed
 from ctxfold.core.formats.claude_code_check import check, check_file
 from ctxfold.core.formats.claude_code_parts import SYNTHETIC
 from ctxfold.core.transcript.model import (
@@ -228,6 +228,8 @@ class _Writer:
         if not em:  # a message Claude Code did not write: make the envelope it would have
             em = {"model": m.model if m.usage is not None and m.model else SYNTHETIC, "type": "message",
                   "stop_reason": None, "stop_sequence": None, "usage": _usage(m.usage)}  # fmt: skip
+        elif m.usage is None and isinstance(em.get("usage"), dict):
+            em["usage"] = zeroed(em["usage"])  # a count that no longer holds (base.zeroed)
         if not isinstance(em.get("id"), str):
             em["id"] = f"msg_{uuid.uuid4().hex[:24]}"  # the blocks' lines are merged on message.id
         head: dict[str, Any] = {k: em.pop(k) for k in ("model", "id", "type") if k in em}

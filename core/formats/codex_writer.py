@@ -251,7 +251,11 @@ def write(t: Transcript) -> Iterator[bytes]:
                 payload = dict(e.extra) if e.extra else _turn_extra(t)
                 w.model = e.model or w.model
                 yield w.line("turn_context", {**payload, "model": w.model} if w.model else payload, None)
-            w.window = e.context_window or w.window
+            if e.context_window and e.context_window != w.window:
+                # said by the turn's task_started, as Codex does: a window the log recorded must
+                # survive even where no token_count (no usage) follows to repeat it
+                w.window = e.context_window
+                yield w.line("event_msg", {"type": "task_started", "model_context_window": w.window}, None)
         elif isinstance(e, Message) and e.branch is None:
             for it in items(e):
                 yield w.line("response_item", it, e.timestamp)

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.formats.base import now_iso
+from ctxfold.core.formats.base import now_iso, zeroed
 from ctxfold.core.formats.pi import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
 from ctxfold.core.formats.pi_check import check, check_file
 from ctxfold.core.transcript.model import (
@@ -210,6 +210,8 @@ class _Writer:
             em = {"api": self.api, "provider": self.provider, "usage": _usage(m.usage),
                   "stopReason": "toolUse" if m.tool_calls else "stop"}  # fmt: skip
             model = model or self.model
+        elif m.usage is None and isinstance(em.get("usage"), dict):
+            em = {**em, "usage": zeroed(em["usage"])}  # a count that no longer holds (base.zeroed)
         msg = {"role": "assistant", "content": _blocks(m.parts), **em}
         if model is not None:
             msg["model"] = model

@@ -26,6 +26,10 @@ from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import ContextUpdate, Entry, Message
 
 PEEK = 500
+# A harness that runs one provider's models: a log of it that names no model yet (its first
+# request not answered, or ctxfold's compacted output holding only a summary) is read as one of
+# them, so its framing, window and profile are the provider's, not generic guesses.
+HARNESS_MODEL = {"claude-code": "claude"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,9 @@ class FileEstimate:
     replay: Replay
     largest: list[LargeMessage]
     skipped: list[str] = field(default_factory=list)
+    # where the model came from: "log", "--model" (the log names none, or the same), "--model
+    # over the log's", "settings" (CTXFOLD_MODEL, [defaults]), "harness" (HARNESS_MODEL) or None
+    model_source: str | None = None
     bytes_read: int = 0
     lines_read: int = 0
 
@@ -113,7 +120,13 @@ def estimate_entries(
     config = config or Config()
     stream = iter(entries)
     head, found_model, recorded = _peek_model(stream)
-    name = model or found_model or setting("model", None, config).value
+    configured = setting("model", None, config).value
+    name = model or found_model or configured or HARNESS_MODEL.get(source_format)
+    model_source: str | None
+    if model:
+        model_source = "--model" if not found_model or model == found_model else "--model over the log's"
+    else:
+        model_source = "log" if found_model else "settings" if configured else "harness" if name else None
     win = setting("window", window, config)
     tok = setting("tokenizer", tokenizer, config).value
     win_source = "--window" if win.source == "flag" else win.source
@@ -135,7 +148,12 @@ def estimate_entries(
             config_models=config.models,
         )
     return FileEstimate(
-        path=path, format=source_format, model=resolved, replay=replay, largest=_largest(replay, 10)
+        path=path,
+        format=source_format,
+        model=resolved,
+        replay=replay,
+        largest=_largest(replay, 10),
+        model_source=model_source,
     )
 
 

@@ -166,7 +166,9 @@ class SessionCounter:
             return
         if not self._in_run:
             self._open_request(msg.model)
-        if msg.usage is not None and msg.usage.final:
+        # a prompt of 0 tokens was never sent: an aborted response's, or the zeroed usage of a
+        # message kept across a compaction (its count described the context before it)
+        if msg.usage is not None and msg.usage.final and msg.usage.prompt_tokens > 0:
             req = s.requests[-1]
             req.real, req.real_source = msg.usage.prompt_tokens, "usage"
             req.cache_read = msg.usage.cache_read_tokens
