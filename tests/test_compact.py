@@ -379,3 +379,23 @@ def test_state_keeps_a_fully_logged_first_ratio(tmp_path: Path) -> None:
     assert state is not None
     c = state.calibration
     assert c["overhead"] == 0 and 1.0 < c["first_ratio"] < c["ratio"]
+
+
+@pytest.mark.parametrize("path", real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_continuation_quotes_what_a_person_asked(tmp_path: Path, path: Path) -> None:
+    """Not a harness note: Claude Code's system reminders arrive as user lines after the request."""
+    from ctxfold.core.providers.facts import request_text
+
+    src = copy(tmp_path, path)
+    code, _, err = run(str(src), "--force", "--no-profile", "--json")
+    if code == 1 and ("cannot fit" in err or "10% reduction" in err):
+        return  # nothing to fold, or too little (see test_every_real_session)
+    assert code == 0, err
+    entries = load(outputs(src)[0]).entries
+    inside = [m for e in entries if isinstance(e, CompactionMarker) for m in e.replacement or ()]
+    messages = [m for m in [*entries, *inside] if getattr(m, "role", None) == "user"]
+    cont = next(m for m in messages if "current request" in m.text or "compacted because" in m.text)
+    asked = [t for e in load(src).entries if getattr(e, "role", None) == "user" and (t := request_text(e))]
+    assert "<system-reminder>" not in cont.text
+    if asked and "The user's current request is:" in cont.text:
+        assert asked[-1] in cont.text

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
+from ctxfold.core.providers.facts import request_text
 from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
@@ -56,12 +57,13 @@ def summary_of(message: Message) -> str | None:
 
 
 def latest_user_request(messages: Sequence[Message]) -> str | None:
-    """The newest user message that is a request (text, not a tool result or ctxfold's own)."""
+    """The newest user message a person typed: not a tool result, ctxfold's own message, nor a
+    harness note (a Claude Code system reminder, a hook's output), the same rule as the summary's
+    "Current user request" (:func:`request_text`)."""
     for m in reversed(messages):
-        if m.role != "user" or m.extra.get("ctxfold") or any(isinstance(p, ToolResultPart) for p in m.parts):
-            continue
-        if summary_of(m) is None and m.text.strip():
-            return m.text.strip()
+        text = request_text(m) if summary_of(m) is None else None
+        if text:
+            return text
     return None
 
 
