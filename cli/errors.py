@@ -1,7 +1,10 @@
-"""The one place where errors become exit codes: usage → 2, any other ctxfold error → 1."""
+"""The one place where errors become exit codes: usage → 2, any other ctxfold error → 1, and a
+reader that stopped reading (``| head``) → 141, quietly."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -12,6 +15,11 @@ from ctxfold.core.errors import CtxfoldError, UsageError
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_CONDITION = 3  # --fail-on: the asked-for condition was met
+# stdout's reader went away (``ctxfold report FILE | head -1``): what a shell reports for a tool
+# that SIGPIPE killed (128 + 13), as ``git log | head`` does. Not 0: under ``set -o pipefail``
+# output nobody read (or a --fail-on verdict never seen) must not pass for success; not 1: no
+# failure of ctxfold's.
+EXIT_BROKEN_PIPE = 141
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,14 +34,46 @@ def handle_errors(func: F) -> F:
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a broken pipe shows here, not as noise at interpreter exit
+            return result
+        except SystemExit as exit_:
+            # Rich's console meets a broken pipe with SystemExit(1) (Console.on_broken_pipe)
+            if isinstance(exit_.__context__, BrokenPipeError):
+                _discard_stdout()
+                raise SystemExit(EXIT_BROKEN_PIPE) from None
+            _flush_or_discard()  # a command's own exit status (validate, --fail-on) stands
+            raise
         except CtxfoldError as err:
+            _flush_or_discard()
             print(f"ctxfold: error: {err}", file=sys.stderr)
             raise SystemExit(exit_code(err)) from None
         except KeyboardInterrupt:
+            _flush_or_discard()
             print("ctxfold: interrupted", file=sys.stderr)
             raise SystemExit(130) from None
         except BrokenPipeError:
-            raise SystemExit(EXIT_FAILURE) from None
+            _discard_stdout()
+            raise SystemExit(EXIT_BROKEN_PIPE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _flush_or_discard() -> None:
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+    except (OSError, ValueError):
+        pass
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so what is still buffered goes nowhere instead of
+    failing again at exit ("Exception ignored ... BrokenPipeError")."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, write_jsonl
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
+from ctxfold.cli.errors import EXIT_BROKEN_PIPE
 from ctxfold.core.atomic import write_atomic
 
 runner = CliRunner()
@@ -64,3 +67,68 @@ def test_compact_outputs_and_profile_are_readable_like_any_file(tmp_path: Path, 
     ]
     profile = Path(os.environ["XDG_CACHE_HOME"]) / "ctxfold" / "profile.json"
     assert profile.is_file() and mode(profile) == 0o644
+
+
+# 2. a reader that stops reading (| head) ends the command quietly with 141
+
+
+def ctxfold_exe() -> Path:
+    exe = Path(sys.executable).parent / "ctxfold"
+    if not exe.is_file():
+        pytest.skip("the ctxfold entry point is not installed next to this Python")
+    return exe
+
+
+def long_session(tmp_path: Path, turns: int = 3000) -> Path:
+    rows = []
+    for i in range(turns):
+        rows += [
+            {"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": f"answer {i}"},
+        ]
+    return write_jsonl(tmp_path / "long.jsonl", rows)
+
+
+def test_report_piped_into_head_exits_quietly(tmp_path: Path) -> None:
+    """``ctxfold report FILE --all | head -1``: the report is far longer than a pipe holds, so
+    ctxfold is still writing when its reader goes away."""
+    command = [
+        str(ctxfold_exe()),
+        "report",
+        str(long_session(tmp_path)),
+        "--all",
+        "--model",
+        "claude-sonnet-4-5",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, stderr
+    assert b"long.jsonl" in first and stderr == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "--all"],  # text through Rich
+        ["report", "--json"],  # a small document: still in Python's buffer when the command returns
+        ["report", "--json", "--all"],  # a large one: written at once
+        ["estimate"],
+        ["config", "--json"],
+    ],
+)
+def test_a_reader_gone_before_any_output(tmp_path: Path, args: list[str]) -> None:
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [str(ctxfold_exe()), *args, *([str(SAMPLE)] if args[0] != "config" else [])],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == EXIT_BROKEN_PIPE and proc.stderr == b"", proc.stderr.decode()
