@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ctxfold.cli.errors import handle_errors
+from ctxfold.cli.errors import EXIT_FAILURE, handle_errors
 from ctxfold.cli.options import (
     BufferOpt,
     CalibrationOpt,
@@ -68,16 +68,17 @@ def estimate(
 ) -> None:
     """Estimate the tokens of the request the model sees now, next to the real counts."""
     from ctxfold.cli import render
-    from ctxfold.cli.inputs import expand
+    from ctxfold.cli.inputs import expand, read_each
     from ctxfold.core.config import load_config
+    from ctxfold.core.engine.calibration import Prediction
     from ctxfold.core.engine.now import estimate_doc, learn_from, predict_now, prior_for
     from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 
     config = load_config()
-    results = []
     profiles = None if no_profile else Profiles()
-    for path in expand(files):
+
+    def read(path: str) -> tuple[FileEstimate, Prediction]:
         with render.progress(path, enabled=not json_out) as on_progress:
             est = estimate_file(
                 path,
@@ -89,13 +90,20 @@ def estimate(
                 config=config,
                 on_progress=on_progress,
             )
-        results.append((est, predict_now(est, prior_for(est, profiles))))
+        predicted = predict_now(est, prior_for(est, profiles))
         if profiles is not None:
             learn_from(profiles, est)
+        return est, predicted
+
+    results, failed = read_each(expand(files), read)
     if json_out:
-        render.emit_json({"command": "estimate", "version": 1, "files": [estimate_doc(*r) for r in results]})
+        files_doc = [estimate_doc(*r) for r in results]
+        render.emit_json({"command": "estimate", "version": 1, "files": files_doc, "failed": failed})
     else:
         render.estimate(results)
+        render.failed(failed)
+    if failed:
+        raise SystemExit(EXIT_FAILURE)
 
 
 @app.command()
@@ -137,10 +145,10 @@ def report(
     """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
     from ctxfold.cli import render, render_report
     from ctxfold.cli.errors import EXIT_CONDITION
-    from ctxfold.cli.inputs import expand
+    from ctxfold.cli.inputs import expand, read_each
     from ctxfold.core.config import load_config
     from ctxfold.core.engine.calibration import make_calibrator
-    from ctxfold.core.engine.replay import report_file
+    from ctxfold.core.engine.replay import Report, report_file
     from ctxfold.core.engine.report_doc import to_dict, totals
     from ctxfold.core.errors import UsageError
     from ctxfold.core.settings import effective
@@ -154,26 +162,26 @@ def report(
     paths = expand(files)
     if plot and len(paths) > 1:
         raise UsageError("--plot draws one session: give one file")
-    reports = []
-    for path in paths:
+
+    def read(path: str) -> Report:
         with render.progress(path, enabled=not json_out) as on_progress:
-            reports.append(
-                report_file(
-                    path,
-                    model=model,
-                    tokenizer=tokenizer,
-                    window=window,
-                    fmt=fmt,
-                    skip_invalid=skip_invalid,
-                    calibration=calibration,
-                    max_tokens=max_tokens,
-                    buffer=buffer,
-                    simulate=simulate_compaction,
-                    use_profile=not no_profile,
-                    config=config,
-                    on_progress=on_progress,
-                )
+            return report_file(
+                path,
+                model=model,
+                tokenizer=tokenizer,
+                window=window,
+                fmt=fmt,
+                skip_invalid=skip_invalid,
+                calibration=calibration,
+                max_tokens=max_tokens,
+                buffer=buffer,
+                simulate=simulate_compaction,
+                use_profile=not no_profile,
+                config=config,
+                on_progress=on_progress,
             )
+
+    reports, failed = read_each(paths, read)
     if plot:
         from ctxfold.cli.plot import draw
 
@@ -185,6 +193,7 @@ def report(
                 "command": "report",
                 "version": 1,
                 "files": docs,
+                "failed": failed,
                 "totals": totals(reports, [d["summary"] for d in docs]),
             }
         )
@@ -193,6 +202,9 @@ def report(
             render_report.brief(reports)
         else:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
+        render.failed(failed)
+    if failed:
+        raise SystemExit(EXIT_FAILURE)
     if fail_on == "compact" and any(r.first_fire for r in reports):
         raise SystemExit(EXIT_CONDITION)
     if fail_on == "overflow" and any(r.count("overflow") for r in reports):

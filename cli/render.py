@@ -40,6 +40,16 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/yellow] {message}" if err.is_terminal else f"warning: {message}")
 
 
+def failed(failures: list[dict[str, str]]) -> None:
+    """The files of a several-file run that could not be read (the others were shown)."""
+    for f in failures:
+        err.print(f"ctxfold: error: {f['error']}", markup=False)
+    if failures:
+        err.print(
+            f"ctxfold: {len(failures)} file(s) could not be read; the rest are shown above", markup=False
+        )
+
+
 @contextlib.contextmanager
 def progress(path: str, enabled: bool = True) -> Iterator[Callable[[Opened], None] | None]:
     """A progress bar on stderr for large files when stderr is a terminal; else nothing."""

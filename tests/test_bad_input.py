@@ -156,3 +156,28 @@ def test_input_is_never_modified(tmp_path: Path) -> None:
     path.chmod(0o444)
     assert runner.invoke(app, ["estimate", str(path)]).exit_code == 0
     assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize("command", ["estimate", "report"])
+def test_one_bad_file_in_a_folder_does_not_cost_the_others(tmp_path: Path, command: str) -> None:
+    """`ctxfold report ~/.claude/projects/ --brief`: a broken or empty log among many is named,
+    the others are shown, and the exit status says not everything could be read."""
+    from conftest import FIXTURES
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "a-good.jsonl").write_bytes((FIXTURES / "ctxfold" / "coding-session.jsonl").read_bytes())
+    (folder / "b-empty.jsonl").write_bytes(b"")
+    (folder / "c-broken.jsonl").write_bytes(b'{"role": "user", "content": "hi"}\n{"role": \n')
+    r = runner.invoke(app, [command, str(folder), "--json"])
+    assert r.exit_code == 1
+    doc = orjson.loads(r.stdout)
+    assert [Path(f["path"]).name for f in doc["files"]] == ["a-good.jsonl"]
+    assert [Path(f["path"]).name for f in doc["failed"]] == ["b-empty.jsonl", "c-broken.jsonl"]
+    assert "empty" in doc["failed"][0]["error"] and "c-broken.jsonl:2" in doc["failed"][1]["error"]
+    r = runner.invoke(app, [command, str(folder)])
+    assert r.exit_code == 1 and "a-good.jsonl" in r.stdout
+    assert "b-empty.jsonl" in r.stderr and "c-broken.jsonl:2" in r.stderr and "Traceback" not in r.stderr
+    # one file alone: its error is the command's, as before
+    r = runner.invoke(app, [command, str(folder / "b-empty.jsonl"), "--json"])
+    assert r.exit_code == 1 and r.stdout == "" and "empty" in r.stderr
