@@ -154,6 +154,25 @@ def test_rewritten_prefix_is_refused_unless_forced(tmp_path: Path) -> None:
     code, _, err = run(str(src))
     assert code == 1 and "no longer match" in err and "--force" in err and "rewritten" in err
     assert run(str(src), "--force")[0] == 0
+    state = load_state(outputs(src)[2])
+    assert state is not None and len(state.passes) == 1  # --force started over
+
+
+def test_a_state_file_of_another_session_is_not_taken_for_this_ones(tmp_path: Path) -> None:
+    """Two sessions named alike (fundwise.jsonl of Claude Code and of Codex) compacted into one
+    --out-dir: the second is not "a rewritten file", and --force does not carry the first's passes."""
+    out = tmp_path / "out"
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = copy(tmp_path / "one")
+    second = tmp_path / "two" / first.name
+    second.write_bytes(first.read_bytes().replace(b"7f1c2d9e-sample", b"another-session"))
+    assert run(str(first), "--window", "3000", "--out-dir", str(out))[0] == 0
+    code, _, err = run(str(second), "--window", "3000", "--out-dir", str(out))
+    assert code == 1 and "belongs to another session" in err and "--out-dir" in err
+    assert run(str(second), "--window", "3000", "--force", "--out-dir", str(out))[0] == 0
+    state = load_state(out / f"{first.stem}.ctxfold.json")
+    assert state is not None and state.session_id == "another-session" and len(state.passes) == 1
 
 
 def test_existing_outputs_need_force(tmp_path: Path) -> None:

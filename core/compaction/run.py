@@ -130,7 +130,10 @@ def compact_file(
     policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
     counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
 
-    start, digest = _check_prefix(transcript, state, opts.force) if state and path != "-" else (0, None)
+    if state is not None and path != "-":
+        state, start, digest = _resume_point(transcript, state, outs.state, opts.force)
+    else:
+        start, digest = 0, None
     ctx = current_context(transcript.entries, start)
     messages = list(ctx.messages)
     incremental = state is not None and start > 0 and ctx.start == start
@@ -232,15 +235,30 @@ def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
         yield e
 
 
-def _check_prefix(t: Transcript, state: State, force: bool) -> tuple[int, tuple[str, int]]:
-    """Where the new part starts, and (sha256, size) of the whole file as it is now."""
+def _resume_point(
+    t: Transcript, state: State, state_path: Path, force: bool
+) -> tuple[State | None, int, tuple[str, int] | None]:
+    """The state to go on from (None: start over), where the new part starts, and (sha256,
+    size) of the whole file as it is now. A state file of another session, or of a file since
+    rewritten, is refused; with ``force`` it is replaced, its passes forgotten."""
+    if state.session_id and t.session_id:  # a renamed copy of the session is still the session
+        other = state.session_id != t.session_id
+    else:
+        other = state.source_name != Path(str(t.path)).name
+    if other:
+        if force:
+            return None, 0, None
+        raise ChangedPrefixError(
+            f"{state_path} belongs to another session ({state.source_name}, session "
+            f"{state.session_id or '?'}); pass --force to replace it, or give another --out-dir"
+        )
     prefix, whole, size = file_hashes(str(t.path), state.prefix_bytes)
     wm = state.watermark
     if prefix == state.prefix_sha256 and size >= state.prefix_bytes and 0 < wm <= len(t.entries):
         same_last = entry_sha256(t.entries[wm - 1]) == state.last_entry_sha256
-        return (wm if same_last else wm - 1), (whole, size)
+        return state, (wm if same_last else wm - 1), (whole, size)
     if force:
-        return 0, (whole, size)
+        return None, 0, (whole, size)
     raise ChangedPrefixError(
         f"{t.path}: its first {state.prefix_bytes:,} bytes no longer match the state file's summary (the "
         "file was rewritten, not appended); pass --force to start over"
