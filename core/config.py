@@ -1,9 +1,11 @@
-"""``ctxfold.toml``: the first found of ``./ctxfold.toml`` and the user config dir's.
+"""``ctxfold.toml``: the first found of ``./ctxfold.toml`` and the user config dir's, or the file
+``CTXFOLD_CONFIG`` names (which must then exist).
 
 Precedence everywhere is flags > environment > this file > built-in defaults; this module
-only reads the file. Known tables: ``[defaults]`` (model, tokenizer, window, buffer) and
-``[models."NAME"]`` (window, max_output, tokenizer, provider) for models the registry lacks
-or gets wrong.
+only reads the file. Known tables: ``[defaults]`` and ``[compact]`` (the settings of
+:mod:`ctxfold.core.settings`) and ``[models."NAME"]`` (window, max_output, tokenizer, provider)
+for models the registry lacks or gets wrong. A key ctxfold does not know is ignored with a
+warning (:attr:`Config.warnings`, for the caller to show): a typo must not pass for a setting.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxfold.core.errors import ConfigError
+from ctxfold.core.names import did_you_mean
 from ctxfold.core.paths import config_dir
 
 if sys.version_info >= (3, 11):
@@ -23,6 +26,9 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 FILE_NAME = "ctxfold.toml"
+ENV_VAR = "CTXFOLD_CONFIG"
+SECTIONS = ("defaults", "compact", "models")
+MODEL_KEYS = ("window", "max_output", "tokenizer", "provider")
 
 
 @dataclass(frozen=True)
@@ -31,18 +37,27 @@ class Config:
     defaults: dict[str, Any] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # keys the file has and ctxfold ignores, one message each
 
 
 def candidates() -> list[Path]:
-    explicit = os.environ.get("CTXFOLD_CONFIG")
+    explicit = os.environ.get(ENV_VAR)
     if explicit:
         return [Path(explicit)]
     return [Path.cwd() / FILE_NAME, config_dir() / FILE_NAME]
 
 
 def load_config(path: Path | None = None) -> Config:
-    for p in [path] if path else candidates():
-        if p is not None and p.is_file():
+    """The first config file found; ``path`` or ``CTXFOLD_CONFIG`` name one that must exist."""
+    explicit = path or (Path(os.environ[ENV_VAR]) if os.environ.get(ENV_VAR) else None)
+    if explicit is not None:
+        if not explicit.is_file():
+            what = "not a file" if explicit.exists() else "no such config file"
+            named = f" (named by {ENV_VAR})" if path is None else ""
+            raise ConfigError(f"{explicit}: {what}{named}")
+        return _parse(explicit)
+    for p in candidates():
+        if p.is_file():
             return _parse(p)
     return Config()
 
@@ -56,12 +71,51 @@ def _parse(path: Path) -> Config:
         raise ConfigError(f"{path}: invalid TOML: {err}") from None
     defaults = raw.get("defaults", {})
     models = raw.get("models", {})
-    if not isinstance(defaults, dict) or not isinstance(models, dict):
-        raise ConfigError(f"{path}: [defaults] and [models] must be tables")
+    if not all(isinstance(raw.get(s, {}), dict) for s in SECTIONS):
+        raise ConfigError(f"{path}: [defaults], [compact] and [models] must be tables")
     for name, conf in models.items():
         if not isinstance(conf, dict):
             raise ConfigError(f"{path}: [models.{name!r}] must be a table")
         for key in ("window", "max_output"):
             if key in conf and (not isinstance(conf[key], int) or conf[key] <= 0):
                 raise ConfigError(f"{path}: models.{name}.{key} must be a positive integer")
-    return Config(path=path, defaults=defaults, models=models, raw=raw)
+    return Config(path=path, defaults=defaults, models=models, raw=raw, warnings=unknown_keys(path, raw))
+
+
+def unknown_keys(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
+    """One warning per key of the file that no setting reads: the file, where, and the
+    nearest known name (or the table where a known setting belongs)."""
+    from ctxfold.core.settings import SPECS  # settings builds on this module
+
+    warnings: list[str] = []
+
+    def placed(key: str, where: str) -> str | None:
+        spec = SPECS.get(key)
+        if spec is None or f"[{spec.section}]" == where:
+            return None
+        return f"{path}: {key!r} belongs in [{spec.section}], not {where}; ignored"
+
+    for top, value in raw.items():
+        if top in SECTIONS:
+            continue
+        kind = "table" if isinstance(value, dict) else "key"
+        warnings.append(
+            placed(top, "the top level")
+            or f"{path}: unknown {kind} {top!r}, ignored{did_you_mean(top, SECTIONS)}"
+        )
+    for section in ("defaults", "compact"):
+        known = [k for k, spec in SPECS.items() if spec.section == section]
+        for key in raw.get(section, {}):
+            if key not in known:
+                warnings.append(
+                    placed(key, f"[{section}]")
+                    or f"{path}: unknown key {key!r} in [{section}], ignored{did_you_mean(key, known)}"
+                )
+    for name, conf in raw.get("models", {}).items():
+        for key in conf:
+            if key not in MODEL_KEYS:
+                warnings.append(
+                    f'{path}: unknown key {key!r} in [models."{name}"], ignored'
+                    + did_you_mean(key, MODEL_KEYS)
+                )
+    return tuple(warnings)

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from ctxfold.cli.app import app
 from ctxfold.cli.errors import EXIT_BROKEN_PIPE
 from ctxfold.core.atomic import write_atomic
+from ctxfold.core.config import load_config
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
@@ -132,3 +133,50 @@ def test_a_reader_gone_before_any_output(tmp_path: Path, args: list[str]) -> Non
     finally:
         os.close(write)
     assert proc.returncode == EXIT_BROKEN_PIPE and proc.stderr == b"", proc.stderr.decode()
+
+
+# 3. the config file: unknown keys are warned about, a named file must exist
+
+
+def test_unknown_config_keys_are_warned_about_with_the_file_and_a_suggestion(tmp_path: Path) -> None:
+    path = tmp_path / "ctxfold.toml"
+    path.write_text(
+        "[defaults]\nwindw = 5\nstrategy = 'summary'\nbuffer = '10%'\n"
+        "[compact]\ntimout = 3\n"
+        "[defualts]\nmodel = 'x'\n"
+        "[models.'my-llm']\nwindow = 100\nmax_ouptut = 3\n"
+    )
+    config = load_config(path)
+    assert config.defaults["buffer"] == "10%" and config.models["my-llm"]["window"] == 100
+    assert all(w.startswith(f"{path}: ") for w in config.warnings)
+    text = "\n".join(config.warnings)
+    assert "unknown key 'windw' in [defaults], ignored; did you mean 'window'?" in text
+    assert "unknown key 'timout' in [compact], ignored; did you mean 'timeout'?" in text
+    assert "unknown table 'defualts', ignored; did you mean 'defaults'?" in text
+    assert "'strategy' belongs in [compact], not [defaults]" in text
+    assert "unknown key 'max_ouptut' in [models.\"my-llm\"], ignored; did you mean 'max_output'?" in text
+    assert len(config.warnings) == 5
+    # the README's example has none
+    path.write_text(
+        (Path(__file__).parent.parent / "README.md").read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    )
+    assert load_config(path).warnings == ()
+
+
+def test_a_config_named_by_the_environment_must_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ctxfold.toml").write_text("[compact]\ntimeout = 5\n")  # not a fallback for it
+    missing = tmp_path / "nowhere" / "ctxfold.toml"
+    monkeypatch.setenv("CTXFOLD_CONFIG", str(missing))
+    for command in (["config"], ["estimate", str(SAMPLE)]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1, result.output
+        assert f"{missing}: no such config file (named by CTXFOLD_CONFIG)" in result.stderr
+        assert "Traceback" not in result.stderr
+    monkeypatch.setenv("CTXFOLD_CONFIG", str(tmp_path))
+    result = runner.invoke(app, ["config"])
+    assert result.exit_code == 1 and "not a file (named by CTXFOLD_CONFIG)" in result.stderr
+    monkeypatch.setenv("CTXFOLD_CONFIG", str(tmp_path / "ctxfold.toml"))
+    assert runner.invoke(app, ["config"]).exit_code == 0
