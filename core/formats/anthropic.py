@@ -104,12 +104,28 @@ def _line_score(d: Any) -> int:
     if "role" in d:
         return _message_score(d)
     if isinstance(d.get("system"), (str, list)):
-        return 0  # a system-prompt line: fine here, proves nothing
+        # A line of the fixed parts alone ({system, model?, tools?}): no other API logs one, and
+        # it is how the anthropic writer starts every file, so a compacted transcript whose
+        # blocks are all text (a summary and a continuation) is still recognised.
+        return 50 if t is None and _fixed_parts_line(d) else 0
     return 0 if isinstance(t, str) else -1
 
 
+def _fixed_parts_line(d: dict[str, Any]) -> bool:
+    """``system`` a string or text blocks; ``tools``, if any, Anthropic tool definitions."""
+    system, tools = d["system"], d.get("tools")
+    if isinstance(system, list) and not all(isinstance(b, dict) and b.get("type") == "text" for b in system):
+        return False
+    if tools is None:
+        return True
+    return isinstance(tools, list) and all(
+        isinstance(x, dict) and isinstance(x.get("name"), str) and "function" not in x for x in tools
+    )
+
+
 def sniff(objs: Sequence[Any]) -> int:
-    """Certain only when some block or field proves Anthropic; 0 when any line is foreign."""
+    """Certain only when some block or field proves Anthropic, fairly sure on a line of the fixed
+    parts alone; 0 when any line is foreign."""
     return score_lines(objs, _line_score)
 
 

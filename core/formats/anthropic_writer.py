@@ -1,12 +1,12 @@
 """Write Anthropic Messages transcripts: the inverse of ``anthropic``/``anthropic_blocks``.
 
-Layout: a ``{system, model, tools}`` line, then one line per message: user messages as
-``{role, content}``, assistant messages that have usage as the API's response object
-``{id, type: "message", role, model, content, stop_reason, usage}`` (as ``{role, ...}`` when they
-carry a timestamp, which a response object has no field for). Earlier conversations (before a
-ContextReset) are written as a request log (a ``{model, system, tools, messages, response}``
-line per model response); the last one then starts with a request line holding no messages,
-which is how a reader sees the restart.
+Layout: a ``{system, model, tools}`` line (always: it marks the file as Anthropic's when every
+block is text), then one line per message: user messages as ``{role, content}``, assistant
+messages that have usage as the API's response object ``{id, type: "message", role, model,
+content, stop_reason, usage}`` (as ``{role, ...}`` when they carry a timestamp, which a response
+object has no field for). Earlier conversations (before a ContextReset) are written as a request
+log (a ``{model, system, tools, messages, response}`` line per model response); the last one then
+starts with a request line holding no messages, which is how a reader sees the restart.
 
 The Messages API wants the conversation to start with a user message and roles to alternate, so
 consecutive messages of one role (a summary followed by a continuation, say) are merged into one
@@ -193,10 +193,9 @@ def write(t: Transcript) -> Iterator[bytes]:
             continue
         ctx = seg.start
         head = _context(ctx)
-        if i > 0:
-            yield dumps({**head, "messages": []})
-        elif ctx.system or ctx.tools or ctx.model:
-            yield dumps(head)
+        # always a first line, even with no system prompt: when every block is text (a summary
+        # and its continuation) it is what tells a reader that the file is Anthropic's
+        yield dumps({**head, "messages": []} if i > 0 else head)
         for e in body:
             if isinstance(e, Message):
                 as_response = e.role == "assistant" and e.usage is not None and e.timestamp is None

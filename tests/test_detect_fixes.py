@@ -1,0 +1,92 @@
+"""Detection and `--format`: whatever ctxfold writes is detected as that format when read
+again, a `--format` no line of the file matches is an error, and `validate` prints one line per
+violation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import FIXTURES, detect, real_files
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+from ctxfold.core.formats import registry
+from ctxfold.core.strategies.summary import continuation_message, summary_message
+from ctxfold.core.transcript.model import Transcript
+
+runner = CliRunner()
+FIXTURE_FILES = sorted(FIXTURES.glob("*/*.jsonl"))
+# every source has a real session or two (codex and pi have no bundled fixture big enough to matter)
+REAL_FILES = real_files()
+
+
+def _id(p: Path) -> str:
+    return f"{p.parent.name}/{p.name}"
+
+
+# ----------------------------------------------------------------- compacted output re-read
+
+
+def _compact(src: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, Path]:
+    # Most fixtures are too small for a summary to make them 10 % smaller; the refusal is not
+    # what is tested here, the written file is.
+    monkeypatch.setattr("ctxfold.core.compaction.run.MIN_SHRINK", -100.0)
+    r = runner.invoke(
+        app,
+        [
+            "compact",
+            str(src),
+            "--force",
+            "--window",
+            "2000000",
+            "--no-profile",
+            "--out-dir",
+            str(out_dir),
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.stderr
+    doc = orjson.loads(r.stdout)
+    assert doc["status"] == "compacted"
+    return doc, Path(doc["outputs"]["compacted"])
+
+
+@pytest.mark.parametrize("src", FIXTURE_FILES + REAL_FILES, ids=_id)
+def test_compacted_output_is_detected_as_its_format(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc, out = _compact(src, tmp_path, monkeypatch)
+    written = doc["written_format"]
+    assert written == registry.writer(doc["format"])[0]
+    assert detect(out) == written
+    # and every command reads it without --format
+    r = runner.invoke(app, ["validate", "--json", str(out)])
+    assert orjson.loads(r.stdout)["files"][0]["format"] == written, r.stdout
+    r = runner.invoke(app, ["estimate", "--json", "--no-profile", str(out)])
+    assert r.exit_code == 0 and orjson.loads(r.stdout)["files"][0]["format"] == written, r.stderr
+
+
+@pytest.mark.parametrize("writer_name", sorted(registry.WRITERS))
+def test_a_summary_alone_is_detected_in_every_written_format(writer_name: str, tmp_path: Path) -> None:
+    """The hardest case: nothing but the summary and its continuation (all text, no tool call,
+    no system prompt, no model): the written file must still say which format it is."""
+    t = Transcript(
+        source_format=writer_name,
+        entries=(summary_message("The user asked for a fix; it is done."), continuation_message("Fix it")),
+    )
+    fmt, module = registry.writer(writer_name)
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"".join(x + b"\n" for x in module.write(t)))
+    assert detect(out) == fmt
+
+
+def test_a_system_line_with_openai_tools_is_not_claimed_by_anthropic() -> None:
+    from ctxfold.core.formats import anthropic
+
+    assert anthropic.sniff([{"system": "s", "tools": [{"name": "t", "input_schema": {}}]}]) == 50
+    assert anthropic.sniff([{"system": [{"type": "text", "text": "s"}], "model": "m"}]) == 50
+    openai_tools = [{"type": "function", "function": {"name": "t", "parameters": {}}}]
+    assert anthropic.sniff([{"system": "s", "tools": openai_tools}]) == 0
+    assert anthropic.sniff([{"system": [{"type": "input_text", "text": "s"}]}]) == 0
