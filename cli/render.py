@@ -186,6 +186,8 @@ def compact(r: CompactResult) -> None:
         return
     if r.status == "dry-run":
         out.print(Text(f"  would compact with {r.strategy}: {pred}, {r.messages_before:,} messages"))
+        if r.tokens_after is not None:  # a pass that needs no summarizer was run: its result
+            out.print(Text(f"  to {r.tokens_after:,} predicted tokens, {r.messages_after or 0:,} messages"))
         for k in ("compacted", "summary", "state"):
             out.print(Text(f"  would write  {d['would_write'][k]}"))
         return

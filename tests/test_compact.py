@@ -418,3 +418,26 @@ def test_the_continuation_quotes_what_a_person_asked(tmp_path: Path, path: Path)
     assert "<system-reminder>" not in cont.text
     if asked and "The user's current request is:" in cont.text:
         assert asked[-1] in cont.text
+
+
+def test_a_dry_run_of_a_pass_without_summary_shows_what_the_real_run_does(tmp_path: Path) -> None:
+    """Masking calls no summarizer, so --dry-run runs it: its figures are the real run's, and a
+    pass the real run would refuse is refused by the dry run too."""
+    src = copy(tmp_path, real("codex/raze.jsonl"))
+    args = (str(src), "--strategy", "mask-observations", "--force", "--no-profile", "--json")
+    code, out, err = run(*args, "--dry-run")
+    assert code == 0, err
+    dry = orjson.loads(out)
+    assert dry["status"] == "dry-run" and not any(p.exists() for p in outputs(src))
+    code, out, err = run(*args)
+    assert code == 0, err
+    real_run = orjson.loads(out)
+    assert (dry["tokens_after"], dry["messages_after"]) == (
+        real_run["tokens_after"],
+        real_run["messages_after"],
+    )
+    other = tmp_path / "fresh" / src.name  # no state file: the pass itself is judged
+    other.parent.mkdir()
+    other.write_bytes(src.read_bytes())
+    code, _, err = run(str(other), "--strategy", "mask-observations", "--window", "20000", "--dry-run")
+    assert code == 1 and "still over the threshold" in err

@@ -26,7 +26,7 @@ from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.profile import Profiles
 from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import materialize, open_transcript
-from ctxfold.core.providers.base import Summarizer, SummaryResult
+from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.core.strategies.base import StrategyInput, get_strategy
 from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, summary_message
 from ctxfold.core.tokens.counting import Counter
@@ -49,6 +49,10 @@ MIN_SHRINK = 0.10
 
 class ChangedPrefixError(CtxfoldError):
     """The part of the input that the state file's summary covers has changed."""
+
+
+class _WouldSummarize(Exception):
+    """A dry run's pass reached the summarizer, which a dry run does not call."""
 
 
 class NoShrinkError(CtxfoldError):
@@ -178,29 +182,35 @@ def compact_file(
         return result
     if not policy.due(before) and not opts.force:
         return result
-    if opts.dry_run:
-        result.status = "dry-run"
-        return result
-
-    ensure_writable(outs, force=opts.force or state is not None)  # before any summarizer is paid for
+    if not opts.dry_run:
+        ensure_writable(outs, force=opts.force or state is not None)  # before any summarizer is paid for
     cal.reset()  # what the log taught becomes the prior; the compacted request starts afresh
 
     def predict(msgs: Sequence[Message]) -> int:
         return cal.predict(estimate_of(msgs)).tokens
 
-    out = strategy.apply(
-        StrategyInput(
-            messages=messages,
-            counter=counter,
-            policy=policy,
-            predict=predict,
-            summarizer=summarizer,
-            summarizer_window=summarizer_window or UNLIMITED_WINDOW,
-            budget_tokens=fit_budget(cal, policy, fixed, before_est - fixed),
-            instructions=opts.instructions,
-            keep_observations=opts.keep_observations,
+    def stop_before_summarizing(request: SummaryRequest) -> SummaryResult:
+        raise _WouldSummarize
+
+    try:
+        out = strategy.apply(
+            StrategyInput(
+                messages=messages,
+                counter=counter,
+                policy=policy,
+                predict=predict,
+                # a dry run calls nothing, but a pass that needs no summary (a sliding window,
+                # masking) is run, so that it shows the result, or the refusal, of the real one
+                summarizer=stop_before_summarizing if opts.dry_run else summarizer,
+                summarizer_window=summarizer_window or UNLIMITED_WINDOW,
+                budget_tokens=fit_budget(cal, policy, fixed, before_est - fixed),
+                instructions=opts.instructions,
+                keep_observations=opts.keep_observations,
+            )
         )
-    )
+    except _WouldSummarize:
+        result.status = "dry-run"
+        return result
     final, repairs = repair_pairs(out.messages)
     after_est = estimate_of(final)
     after = predict(final)
@@ -215,9 +225,11 @@ def compact_file(
             f"{path}: refused: the {strategy.name} pass would take the request from {before:,} to {after:,} "
             f"predicted tokens, less than the {MIN_SHRINK:.0%} reduction a pass must make (nothing written)"
         )
-    result.status = "compacted"
+    result.status = "dry-run" if opts.dry_run else "compacted"
     result.tokens_after, result.estimate_after, result.messages_after = after, after_est, len(final)
     result.summary, result.notes = out.summary, [*out.notes, *repairs]
+    if opts.dry_run:
+        return result
     summary_text = out.summary.text if out.summary else (state.summary if state else "")
     if digest is None:
         digest = ("", 0) if path == "-" else file_hashes(path)[1:]  # stdin: nothing to compare later
