@@ -18,6 +18,7 @@ from ctxfold.cli.app import app
 from ctxfold.cli.errors import EXIT_BROKEN_PIPE
 from ctxfold.core.atomic import write_atomic
 from ctxfold.core.config import load_config
+from ctxfold.core.engine.profile import Observation, Profiles
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
@@ -180,3 +181,63 @@ def test_a_config_named_by_the_environment_must_exist(
     assert result.exit_code == 1 and "not a file (named by CTXFOLD_CONFIG)" in result.stderr
     monkeypatch.setenv("CTXFOLD_CONFIG", str(tmp_path / "ctxfold.toml"))
     assert runner.invoke(app, ["config"]).exit_code == 0
+
+
+# 4. a corrupt profile (a cache) is ignored with a warning instead of failing every command
+
+
+def profile_file() -> Path:
+    return Path(os.environ["XDG_CACHE_HOME"]) / "ctxfold" / "profile.json"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"",
+        b"[1, 2]",
+        b'{"version": 2, "profiles": []}',
+        b'{"version": 2, "profiles": {"claude-code|claude-sonnet-4": 5}}',
+        b'{"version": 2, "profiles": {"k": {"sessions": {"s": {"overhead": "big", "ratio": 1.3}}}}}',
+        b'{"version": 2, "profiles": {"k": {"sessions": {"s": {"overhead": 1, "ratio": 1.3, "project": 7}}}}}',
+    ],
+)
+def test_a_corrupt_profile_is_ignored_with_a_warning(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "profile.json"
+    path.write_bytes(content)
+    profiles = Profiles(path)
+    assert profiles.profiles == {}
+    (warning,) = profiles.warnings
+    assert warning.startswith(f"{path}: corrupt profile (") and "ignored" in warning
+    assert "`ctxfold profile reset` clears it" in warning
+    prior = profiles.prior("claude-code|claude-sonnet-4", "anthropic")
+    assert prior.source.startswith("built-in claude-code")
+
+
+def test_a_valid_profile_or_another_versions_loads_without_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    profiles = Profiles(path)
+    profiles.learn("k|m", "s", Observation(1000, 1.25, 1.1), project="abc", provider="anthropic")
+    profiles.save()
+    again = Profiles(path)
+    assert again.warnings == [] and again.profiles == profiles.profiles
+    path.write_bytes(b'{"version": 1, "profiles": {"k": 5}}')  # learned under other rules: set aside quietly
+    assert Profiles(path).warnings == [] and Profiles(path).profiles == {}
+
+
+def test_commands_run_with_a_corrupt_profile_and_the_next_learning_replaces_it(tmp_path: Path) -> None:
+    path = profile_file()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"{truncated")
+    dry = runner.invoke(
+        app, ["compact", str(SAMPLE), "--dry-run", "--force", "--out-dir", str(tmp_path / "o")]
+    )
+    assert dry.exit_code == 0, dry.output
+    assert path.read_bytes() == b"{truncated"  # a dry run writes nothing, the profile included
+    for command in (["report", "--json", str(SAMPLE)], ["estimate", str(SAMPLE)], ["profile", "show"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, (command, result.output)
+    assert Profiles(path).warnings == [] and Profiles(path).profiles  # replaced by what was learned
+    path.write_bytes(b"{truncated")
+    reset = runner.invoke(app, ["profile", "reset"])
+    assert reset.exit_code == 0 and not path.exists()

@@ -31,7 +31,6 @@ from ctxfold.core.engine.calibration import (
     Prior,
     split_first,
 )
-from ctxfold.core.errors import ConfigError
 from ctxfold.core.paths import cache_dir
 from ctxfold.core.tokens.models import lookup
 from ctxfold.core.tokens.session import Request
@@ -114,19 +113,55 @@ class Profiles:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or profile_path()
         self.data: dict[str, Any] = {"version": VERSION, "profiles": {}}
-        if self.path.exists():
-            try:
-                loaded = orjson.loads(self.path.read_bytes())
-            except (OSError, orjson.JSONDecodeError) as err:
-                raise ConfigError(
-                    f"{self.path}: unreadable profile ({err}); run `ctxfold profile reset`"
-                ) from None
-            if (
-                isinstance(loaded, dict)
-                and loaded.get("version") == VERSION
-                and isinstance(loaded.get("profiles"), dict)
-            ):
+        # A corrupt file is a cache gone bad, not a reason to fail every command: it is ignored
+        # (said here, for the caller to show) and the next ``save`` replaces it.
+        self.warnings: list[str] = []
+        if not self.path.exists():
+            return
+        try:
+            loaded = orjson.loads(self.path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as err:
+            self._set_aside(str(err))
+            return
+        if not isinstance(loaded, dict):
+            self._set_aside(f"a JSON {type(loaded).__name__}, not an object")
+        elif loaded.get("version") == VERSION:  # another version's was learned under other rules
+            problem = self._problem(loaded.get("profiles"))
+            if problem:
+                self._set_aside(problem)
+            else:
                 self.data = loaded
+
+    def _set_aside(self, reason: str) -> None:
+        self.warnings.append(
+            f"{self.path}: corrupt profile ({reason}), ignored: the shipped priors stand in and "
+            "the next session learned starts a new one; `ctxfold profile reset` clears it now"
+        )
+
+    @staticmethod
+    def _problem(profiles: Any) -> str | None:
+        """What is wrong with a loaded ``profiles`` table, or None: what ``learn`` writes and
+        ``prior`` reads, i.e. per key a table of sessions with numeric overhead and ratio."""
+
+        def number(x: Any) -> bool:
+            return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+        if not isinstance(profiles, dict):
+            return "no table of profiles"
+        for key, entry in profiles.items():
+            sessions = entry.get("sessions", {}) if isinstance(entry, dict) else None
+            if not isinstance(sessions, dict):
+                return f"profile {key!r} is not a table of sessions"
+            for v in sessions.values():
+                if not (
+                    isinstance(v, dict)
+                    and number(v.get("overhead"))
+                    and number(v.get("ratio"))
+                    and number(v.get("first_ratio", 0))
+                    and all(isinstance(v.get(k, ""), str) for k in ("provider", "project"))
+                ):
+                    return f"a session of {key!r} is malformed"
+        return None
 
     @property
     def profiles(self) -> dict[str, dict[str, Any]]:
