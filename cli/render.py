@@ -214,13 +214,24 @@ def compact(r: CompactResult) -> None:
 
 
 def validation(results: Sequence[Validation]) -> None:
+    """One line per file, then one line per violation whatever the width (never wrapped, so
+    ``grep`` and editors can take them as ``path:line: message``). A file that could not be
+    read as a whole (empty, unknown format) is that one line, worded as the other commands'
+    errors are."""
+
+    def line(text: str) -> None:
+        out.print(Text(text), soft_wrap=True)
+
     for v in results:
         if v.ok:
-            out.print(Text(f"{v.path}: ok ({v.format}, {v.entries:,} entries)"))
+            line(f"{v.path}: ok ({v.format}, {v.entries:,} entries)")
             continue
-        out.print(Text(f"{v.path}: {len(v.violations)} violation(s) ({v.format})"))
+        if len(v.violations) == 1 and v.violations[0].line == 0:
+            line(f"{v.path}: {v.violations[0].message}")
+            continue
+        line(f"{v.path}: {len(v.violations)} violation(s)" + (f" ({v.format})" if v.format else ""))
         for x in v.violations:
-            out.print(Text(f"  {v.path}:{x.line}: {x.message}"))
+            line(f"  {v.path}{f':{x.line}' if x.line else ''}: {x.message}")
 
 
 def config(doc: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, detect, real_files
+from conftest import FIXTURES, detect, real_files, write_jsonl
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
@@ -90,3 +90,62 @@ def test_a_system_line_with_openai_tools_is_not_claimed_by_anthropic() -> None:
     openai_tools = [{"type": "function", "function": {"name": "t", "parameters": {}}}]
     assert anthropic.sniff([{"system": "s", "tools": openai_tools}]) == 0
     assert anthropic.sniff([{"system": [{"type": "input_text", "text": "s"}]}]) == 0
+
+
+# ---------------------------------------------------------------------- validate's lines
+
+
+def _bad_anthropic(tmp_path: Path) -> Path:
+    name = "a-rather-long-directory-name-so-the-line-passes-any-narrow-width"
+    (tmp_path / name).mkdir()
+    lines = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "again"}]},
+        {"role": "user", "content": "and?"},
+    ]
+    return write_jsonl(tmp_path / name / "bad.jsonl", lines)
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_each_violation_is_one_line_whatever_the_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    from rich.console import Console
+
+    from ctxfold.cli import render
+
+    monkeypatch.setattr(render, "out", Console(highlight=False, width=width))
+    bad = _bad_anthropic(tmp_path)
+    r = runner.invoke(app, ["validate", str(bad)])
+    assert r.exit_code == 1
+    doc = orjson.loads(runner.invoke(app, ["validate", "--json", str(bad)]).stdout)
+    violations = doc["files"][0]["violations"]
+    assert violations
+    lines = r.stdout.splitlines()
+    assert lines == [
+        f"{bad}: {len(violations)} violation(s) (anthropic)",
+        *(f"  {bad}:{v['line']}: {v['message']}" for v in violations),
+    ]
+
+
+def test_an_empty_file_is_said_as_the_other_commands_say_it(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n")
+    r = runner.invoke(app, ["validate", str(path)])
+    assert r.exit_code == 1
+    assert r.stdout == f"{path}: empty file: no JSON lines\n"
+    other = runner.invoke(app, ["estimate", str(path)])
+    assert other.exit_code == 1 and f"{path}: empty file: no JSON lines" in other.stderr
+
+
+def test_a_line_error_after_detection_names_the_format(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n' * 30 + "{oops\n")
+    r = runner.invoke(app, ["validate", str(path)])
+    assert r.exit_code == 1
+    assert r.stdout.splitlines() == [
+        f"{path}: 1 violation(s) (openai-chat)",
+        f"  {path}:31: {r.stdout.splitlines()[1].split(':31: ', 1)[1]}",
+    ]
+    assert "None" not in r.stdout

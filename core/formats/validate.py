@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.core.errors import InputError, LineError
-from ctxfold.core.formats.loader import open_transcript
+from ctxfold.core.formats.loader import Opened, open_transcript
 from ctxfold.core.formats.registry import WRITERS
 from ctxfold.core.transcript.model import (
     CompactionMarker,
@@ -56,15 +56,18 @@ class Validation:
 
 
 def validate(path: str, fmt: str | None = None) -> Validation:
+    """The file's violations; one that cannot be read is a single violation, at its bad line or,
+    for the file as a whole (empty, unknown format), at line 0."""
+    opened: Opened | None = None
+    items: list[tuple[int, Entry]] = []
     try:
         opened = open_transcript(path, fmt=fmt)
-        items: list[tuple[int, Entry]] = []
         for e in opened.entries:
             items.append((opened.current_line, e))
-    except LineError as err:
-        return Validation(path, fmt, 0, [Violation(err.line, err.reason)])
     except InputError as err:
-        return Validation(path, fmt, 0, [Violation(0, err.reason)])
+        found = opened.format if opened is not None else fmt  # None: not even detected
+        line = err.line if isinstance(err, LineError) else 0
+        return Validation(path, found, 0, [Violation(line, err.reason)])
     found = generic_checks(items)
     if opened.format in WRITERS:
         module = importlib.import_module(WRITERS[opened.format])
