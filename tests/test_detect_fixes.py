@@ -92,6 +92,75 @@ def test_a_system_line_with_openai_tools_is_not_claimed_by_anthropic() -> None:
     assert anthropic.sniff([{"system": [{"type": "input_text", "text": "s"}]}]) == 0
 
 
+# ------------------------------------------------------------- --format no line matches
+
+CODEX = FIXTURES / "codex" / "edge-cases.jsonl"
+CLAUDE = FIXTURES / "claude-code" / "edge-cases.jsonl"
+WRONG = [(CODEX, f, "codex") for f in ("claude-code", "pi", "anthropic", "openai-responses")] + [
+    (CLAUDE, f, "claude-code") for f in ("codex", "pi", "anthropic", "openai-responses")
+]
+
+
+@pytest.mark.parametrize(("path", "fmt", "really"), WRONG, ids=lambda x: x.name if isinstance(x, Path) else x)
+@pytest.mark.parametrize("command", ["estimate", "report", "validate"])
+def test_a_format_no_line_matches_is_an_error(path: Path, fmt: str, really: str, command: str) -> None:
+    """Readers pass over line types they do not know, so another format's file used to read as
+    an empty conversation: "0 requests", "ok (claude-code, 0 entries)", exit 0."""
+    r = runner.invoke(app, [command, str(path), "--format", fmt])
+    assert r.exit_code == 1
+    assert r.exception is None or isinstance(r.exception, SystemExit)  # no traceback
+    said = r.stdout if command == "validate" else r.stderr
+    assert f"{path}: no line is {'an' if fmt[0] in 'aeiou' else 'a'} {fmt} line" in said
+    assert f"detection says {really}" in said and "Traceback" not in said
+    assert len(said.strip().splitlines()) == 1
+
+
+def test_compact_with_a_format_no_line_matches_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["compact", str(CODEX), "--format", "pi", "--force", "--out-dir", str(out)])
+    assert r.exit_code == 1 and "no line is a pi line" in r.stderr
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_skipping_every_line_of_a_wrong_format_is_the_same_error() -> None:
+    r = runner.invoke(app, ["estimate", str(CODEX), "--format", "openai-chat", "--skip-invalid"])
+    assert r.exit_code == 1 and "no line is an openai-chat line (detection says codex" in r.stderr
+
+
+def test_no_known_format_is_said(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "odd.jsonl", [{"type": "note", "text": "x"}, {"type": "note", "text": "y"}])
+    r = runner.invoke(app, ["estimate", str(path), "--format", "claude-code"])
+    assert r.exit_code == 1
+    assert "no line is a claude-code line (detection recognises no known format either)" in r.stderr
+
+
+def test_a_log_of_the_format_with_nothing_to_read_is_still_fine(tmp_path: Path) -> None:
+    """A Claude Code log holding only bookkeeping lines (its summaries) has no conversation, but
+    its lines are Claude Code's: forcing the format it is detected as changes nothing."""
+    path = write_jsonl(
+        tmp_path / "summaries.jsonl",
+        [
+            {"type": "summary", "summary": "Fix the bug", "leafUuid": "u1"},
+            {"type": "summary", "summary": "More"},
+        ],
+    )
+    assert detect(path) == "claude-code"
+    for args in ([], ["--format", "claude-code"]):
+        r = runner.invoke(app, ["validate", str(path), *args])
+        assert r.exit_code == 0 and "ok (claude-code, 0 entries)" in r.stdout, r.stdout
+        r = runner.invoke(app, ["estimate", "--json", "--no-profile", str(path), *args])
+        assert r.exit_code == 0, r.stderr
+
+
+def test_a_matching_format_reads_as_detected() -> None:
+    for path, fmt in ((CODEX, "codex"), (CLAUDE, "claude-code")):
+        forced = orjson.loads(
+            runner.invoke(app, ["estimate", "--json", "--no-profile", str(path), "--format", fmt]).stdout
+        )
+        found = orjson.loads(runner.invoke(app, ["estimate", "--json", "--no-profile", str(path)]).stdout)
+        assert forced["files"][0]["context_tokens"] == found["files"][0]["context_tokens"] > 0
+
+
 # ---------------------------------------------------------------------- validate's lines
 
 

@@ -2,7 +2,9 @@
 
 ``open_transcript`` returns at once with a lazy entry iterator; ``load`` materialises a
 :class:`Transcript`. Bad lines raise :class:`LineError` naming the file and line, or with
-``skip_invalid`` are collected in ``skipped`` and passed over.
+``skip_invalid`` are collected in ``skipped`` and passed over. A format given by the caller
+(``--format``) that no line of the file is in raises :class:`UnknownFormatError` once the file is
+read, instead of an empty conversation.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxfold.core.errors import EmptyInputError, LineError, UnknownFormatError
 from ctxfold.core.formats import registry
@@ -52,6 +55,7 @@ def open_transcript(path: str | Path, *, fmt: str | None = None, skip_invalid: b
             break
     if not head:
         raise EmptyInputError("empty file: no JSON lines", path)
+    forced = fmt is not None
     if fmt is None:
         fmt, score = registry.detect([line.data for line in head])
         if score == 0:
@@ -63,7 +67,44 @@ def open_transcript(path: str | Path, *, fmt: str | None = None, skip_invalid: b
     reader: Reader = registry.get(fmt).Reader()
     opened = Opened(path, fmt, iter(()), skipped)
     opened.entries = _stream(opened, reader, head, lines, skip_invalid)
+    if forced:
+        opened.entries = _not_empty(opened, [line.data for line in head], opened.entries)
     return opened
+
+
+def _not_empty(opened: Opened, head: list[Any], entries: Iterator[Entry]) -> Iterator[Entry]:
+    """``entries``, or an error at their end when there were none and no line of the file is of
+    the format asked for: a reader passes over the line types it does not know, so a file read
+    with another format's ``--format`` would otherwise be a silent, empty conversation."""
+    for first in entries:
+        yield first
+        yield from entries  # the check costs nothing per entry once there is one
+        return
+    if _has_lines_of(opened.format, head):
+        return  # the format's own lines with nothing to read (a Claude Code log of summaries)
+    found, score = registry.detect(head)
+    looks = (
+        f"detection says {found}: drop --format, or pass --format {found}"
+        if score > 0 and found != opened.format
+        else "detection recognises no known format either"
+    )
+    raise UnknownFormatError(f"no line is {_a(opened.format)} {opened.format} line ({looks})", opened.path)
+
+
+def _has_lines_of(fmt: str, head: list[Any]) -> bool:
+    """Whether the format's sniffer claims the first lines, or any one of them on its own."""
+    sniff = registry.get(fmt).sniff
+    for objs in (head, *([d] for d in head)):
+        try:
+            if sniff(objs) > 0:
+                return True
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError):
+            continue  # as in detection: lines a sniffer cannot make sense of are not its format
+    return False
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
 
 
 def _stream(
