@@ -77,6 +77,7 @@ def estimate(
 
     config = load_config()
     profiles = None if no_profile else Profiles()
+    notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
 
     def read(path: str) -> tuple[FileEstimate, Prediction]:
         with render.progress(path, enabled=not json_out) as on_progress:
@@ -98,7 +99,8 @@ def estimate(
     results, failed = read_each(expand(files), read)
     if json_out:
         files_doc = [estimate_doc(*r) for r in results]
-        render.emit_json({"command": "estimate", "version": 1, "files": files_doc, "failed": failed})
+        doc = {"command": "estimate", "version": 1, "warnings": notes, "files": files_doc, "failed": failed}
+        render.emit_json(doc)
     else:
         render.estimate(results)
         render.failed(failed)
@@ -148,6 +150,7 @@ def report(
     from ctxfold.cli.inputs import expand, read_each
     from ctxfold.core.config import load_config
     from ctxfold.core.engine.calibration import make_calibrator
+    from ctxfold.core.engine.profile import Profiles
     from ctxfold.core.engine.replay import Report, report_file
     from ctxfold.core.engine.report_doc import to_dict, totals
     from ctxfold.core.errors import UsageError
@@ -156,6 +159,7 @@ def report(
     if fail_on not in (None, "compact", "overflow"):
         raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}")
     config = load_config()
+    notes = render.notes(config.warnings, [] if no_profile else Profiles().warnings, json_out=json_out)
     settings = effective({"calibration": calibration, "buffer": buffer}, config)
     calibration, buffer = settings["calibration"].value, settings["buffer"].value
     make_calibrator(calibration)  # a typo fails before any file is read
@@ -192,6 +196,7 @@ def report(
             {
                 "command": "report",
                 "version": 1,
+                "warnings": notes,
                 "files": docs,
                 "failed": failed,
                 "totals": totals(reports, [d["summary"] for d in docs]),
@@ -226,7 +231,13 @@ def profile_show(json_out: JsonOpt = False) -> None:
     if json_out:
         builtin = {f: {"overhead": o, "ratio": r, "sessions": n} for f, (o, r, n) in BUILTIN.items()}
         render.emit_json(
-            {"command": "profile show", "path": str(profiles.path), **profiles.data, "builtin": builtin}
+            {
+                "command": "profile show",
+                "path": str(profiles.path),
+                **profiles.data,
+                "builtin": builtin,
+                "warnings": profiles.warnings,
+            }
         )
     else:
         render.profile(profiles)

@@ -86,11 +86,13 @@ def compact(
     from ctxfold.core.compaction.doc import compact_doc
     from ctxfold.core.compaction.run import CompactOptions, compact_file
     from ctxfold.core.config import load_config
+    from ctxfold.core.engine.profile import Profiles
     from ctxfold.core.providers.registry import make_summarizer
     from ctxfold.core.settings import effective
     from ctxfold.core.strategies.base import get_strategy
 
     config = load_config()
+    notes = render.notes(config.warnings, [] if no_profile else Profiles().warnings, json_out=json_out)
     flags = {
         "strategy": strategy,
         "provider": provider,
@@ -138,7 +140,8 @@ def compact(
         config=config,
     )
     if json_out:
-        render.emit_json({"command": "compact", "version": 1, **compact_doc(result)})
+        doc = compact_doc(result)
+        render.emit_json({"command": "compact", "version": 1, **doc, "warnings": [*notes, *doc["warnings"]]})
     else:
         render.compact(result)
 
@@ -182,6 +185,7 @@ def show_config(json_out: JsonOpt = False) -> None:
         "settings": {k: {"value": v.value, "source": v.source} for k, v in settings.items()},
         "models": config.models,
         "keys": {k: {"value": v.value, "source": v.source} for k, v in keys().items()},
+        "warnings": list(config.warnings),
     }
     if json_out:
         render.emit_json(doc)

@@ -37,7 +37,8 @@ def emit_json(doc: Any) -> None:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {message}" if err.is_terminal else f"warning: {message}")
+    # the message as written: "[defaults]" in it is a TOML table, not Rich markup
+    err.print(Text.assemble(("warning:", "yellow" if err.is_terminal else ""), f" {message}"))
 
 
 def failed(failures: list[dict[str, str]]) -> None:
@@ -48,6 +49,16 @@ def failed(failures: list[dict[str, str]]) -> None:
         err.print(
             f"ctxfold: {len(failures)} file(s) could not be read; the rest are shown above", markup=False
         )
+
+
+def notes(*groups: Sequence[str], json_out: bool) -> list[str]:
+    """Warnings of the run itself (the config file, the profile), not of one file: on stderr
+    now, or returned for the ``--json`` document's ``warnings``."""
+    found = [w for g in groups for w in g]
+    if not json_out:
+        for w in found:
+            warn(w)
+    return found
 
 
 @contextlib.contextmanager
@@ -146,6 +157,8 @@ def profile(profiles: Profiles) -> None:
 
     from ctxfold.core.engine.profile import BUILTIN
 
+    for w in profiles.warnings:
+        warn(w)
     out.print(Text(f"profile: {profiles.path}"))
     shipped = ", ".join(f"{f} {o:,} hidden × {r}" for f, (o, r, _) in BUILTIN.items())
     out.print(Text(f"  shipped priors, used until a source has a learned session: {shipped}"))
@@ -235,6 +248,8 @@ def validation(results: Sequence[Validation]) -> None:
 
 
 def config(doc: dict[str, Any]) -> None:
+    for w in doc["warnings"]:
+        warn(w)
     out.print(Text(f"config file: {doc['config_file'] or 'none'} (searched: {', '.join(doc['searched'])})"))
     t = Table(show_edge=False, pad_edge=False, box=None)
     t.add_column("setting")

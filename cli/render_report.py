@@ -45,7 +45,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         sums.append(s)
         out.print(Text.assemble((est.path, "bold"), f"  ({est.format}, {est.model.name or 'model ?'})"))
         facts = [
-            ("window", f"{pol.window:,} ({est.model.window_source})"),
+            ("window", f"{pol.window:,} ({pol.window_source or est.model.window_source})"),
             ("threshold", f"{pol.threshold:,} (buffer {pol.buffer:,}: {pol.buffer_rule})"),
             ("calibration", f"{rep.calibration}; before the first real count: {rep.prior.source}"),
             ("requests", f"{s['requests']:,} ({s['requests_with_real']:,} with real counts)"),

@@ -224,3 +224,13 @@ def test_brief_prints_a_line_per_file_then_the_totals(tmp_path: Path) -> None:
     for f in doc["files"]:
         assert f"{f['summary']['prompt_tokens_total']:,}" in text
     assert f"all {len(files)} files" in text
+
+
+def test_max_tokens_is_the_window_source() -> None:
+    doc = orjson.loads(runner.invoke(app, ["report", "--json", "--max-tokens", "100000", str(SAMPLE)]).stdout)
+    f = doc["files"][0]
+    assert (f["window"], f["window_source"]) == (100_000, "--max-tokens")
+    text = runner.invoke(app, ["report", "--explain", "--max-tokens", "5000", str(SAMPLE)]).stdout
+    assert "5,000 (--max-tokens)" in text and "5,000 tokens, from --max-tokens" in text
+    plain = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
+    assert plain["window_source"] != "--max-tokens"

@@ -23,6 +23,7 @@ class Policy:
     window: int
     buffer: int
     buffer_rule: str  # how the buffer was chosen, for --explain
+    window_source: str | None = None  # "--max-tokens" when it replaced the model's window
 
     @property
     def threshold(self) -> int:
@@ -67,4 +68,4 @@ def make_policy(window: int, *, max_tokens: int | None = None, buffer: str | int
         size, rule = buffer, "set explicitly"
     else:
         size, rule = parse_buffer(buffer, effective), f"set explicitly ({buffer})"
-    return Policy(effective, size, rule)
+    return Policy(effective, size, rule, "--max-tokens" if max_tokens else None)

@@ -99,7 +99,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "model": est.model.name,
         "tokenizer": est.model.tokenizer,
         "window": pol.window,
-        "window_source": est.model.window_source,
+        "window_source": pol.window_source or est.model.window_source,
         "buffer": pol.buffer,
         "buffer_rule": pol.buffer_rule,
         "threshold": pol.threshold,
@@ -170,7 +170,7 @@ def explain(report: Report) -> list[tuple[str, str]]:
     return [
         ("request", f"#{last.index} (the last in the log), segment {last.segment}"),
         ("model", f"{est.model.name or '?'} ({est.model.provider})"),
-        ("window", f"{pol.window:,} tokens, from {est.model.window_source}"),
+        ("window", f"{pol.window:,} tokens, from {pol.window_source or est.model.window_source}"),
         ("buffer", f"{pol.buffer:,} tokens: {pol.buffer_rule}"),
         ("threshold", f"window − buffer = {pol.window:,} − {pol.buffer:,} = {pol.threshold:,}"),
         ("tokenizer", f"{est.model.tokenizer}: the request is estimated at {last.estimate:,} tokens"),
