@@ -163,8 +163,8 @@ def report(
     settings = effective({"calibration": calibration, "buffer": buffer}, config)
     calibration, buffer = settings["calibration"].value, settings["buffer"].value
     make_calibrator(calibration)  # a typo fails before any file is read
-    paths = expand(files)
-    if plot and len(paths) > 1:
+    expanded = expand(files)
+    if plot and len(expanded[0]) + len(expanded[1]) > 1:
         raise UsageError("--plot draws one session: give one file")
 
     def read(path: str) -> Report:
@@ -185,7 +185,7 @@ def report(
                 on_progress=on_progress,
             )
 
-    reports, failed = read_each(paths, read)
+    reports, failed = read_each(expanded, read)
     if plot:
         from ctxfold.cli.plot import draw
 

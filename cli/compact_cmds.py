@@ -159,12 +159,15 @@ def validate(
     from ctxfold.cli.inputs import expand
     from ctxfold.core.formats.validate import validate as check
 
-    results = [check(path, fmt) for path in expand(files)]
+    paths, failed = expand(files)
+    results = [check(path, fmt) for path in paths]
     if json_out:
-        render.emit_json({"command": "validate", "version": 1, "files": [v.to_dict() for v in results]})
+        docs = [v.to_dict() for v in results]
+        render.emit_json({"command": "validate", "version": 1, "files": docs, "failed": failed})
     else:
         render.validation(results)
-    if any(not v.ok for v in results):
+        render.failed(failed)
+    if failed or any(not v.ok for v in results):
         raise SystemExit(EXIT_FAILURE)
 
 

@@ -10,40 +10,51 @@ from typing import TypeVar
 from ctxfold.core.errors import InputError, UsageError
 
 T = TypeVar("T")
+Failed = list[dict[str, str]]  # [{"path", "error"}]: what a several-file run could not read
 
 
-def expand(args: list[str]) -> list[str]:
+def expand(args: list[str]) -> tuple[list[str], Failed]:
+    """The paths the arguments name, and the arguments that name none (a missing file, a folder
+    without logs). With a single argument, that is the command's error."""
     if not args:
         raise UsageError("no input files given")
     out: list[str] = []
+    failed: Failed = []
     for arg in args:
-        if arg == "-":
-            out.append(arg)
-            continue
-        p = Path(arg)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*.jsonl") if f.is_file())
-            if not found:
-                raise InputError("directory holds no *.jsonl files", p)
-            out.extend(found)
-        elif p.exists():
-            out.append(arg)
-        else:
-            raise InputError("no such file", p)
-    return out
+        try:
+            out.extend(_paths(arg))
+        except InputError as err:
+            if len(args) == 1:
+                raise
+            failed.append({"path": arg, "error": str(err)})
+    return out, failed
 
 
-def read_each(paths: list[str], read: Callable[[str], T]) -> tuple[list[T], list[dict[str, str]]]:
-    """``read`` every path. With one path its error is the command's; with several (a folder of
-    sessions) a file that cannot be read is set aside as ``{"path", "error"}`` and the rest are
-    read: the command then shows what it could and exits 1."""
+def _paths(arg: str) -> list[str]:
+    if arg == "-":
+        return [arg]
+    p = Path(arg)
+    if p.is_dir():
+        found = sorted(str(f) for f in p.rglob("*.jsonl") if f.is_file())
+        if not found:
+            raise InputError("directory holds no *.jsonl files", p)
+        return found
+    if not p.exists():
+        raise InputError("no such file", p)
+    return [arg]
+
+
+def read_each(expanded: tuple[list[str], Failed], read: Callable[[str], T]) -> tuple[list[T], Failed]:
+    """``read`` every path of :func:`expand`. With one path its error is the command's; with
+    several (a folder of sessions) a file that cannot be read is set aside as ``{"path",
+    "error"}`` and the rest are read: the command then shows what it could and exits 1."""
+    paths, failed = expanded[0], list(expanded[1])
     results: list[T] = []
-    failed: list[dict[str, str]] = []
     for path in paths:
         try:
             results.append(read(path))
         except InputError as err:
-            if len(paths) == 1:
+            if len(paths) == 1 and not failed:
                 raise
             failed.append({"path": path, "error": str(err)})  # names the file (and line)
     return results, failed

@@ -181,3 +181,18 @@ def test_one_bad_file_in_a_folder_does_not_cost_the_others(tmp_path: Path, comma
     # one file alone: its error is the command's, as before
     r = runner.invoke(app, [command, str(folder / "b-empty.jsonl"), "--json"])
     assert r.exit_code == 1 and r.stdout == "" and "empty" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["estimate", "report", "validate"])
+def test_a_missing_path_among_several_is_named_and_the_rest_are_read(tmp_path: Path, command: str) -> None:
+    from conftest import FIXTURES
+
+    good = tmp_path / "good.jsonl"
+    good.write_bytes((FIXTURES / "ctxfold" / "coding-session.jsonl").read_bytes())
+    (tmp_path / "empty-dir").mkdir()
+    args = [command, str(tmp_path / "nope.jsonl"), str(tmp_path / "empty-dir"), str(good), "--json"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 1
+    doc = orjson.loads(r.stdout)
+    assert [Path(f["path"]).name for f in doc["files"]] == ["good.jsonl"]
+    assert ["no such file" in f["error"] or "no *.jsonl" in f["error"] for f in doc["failed"]] == [True, True]
