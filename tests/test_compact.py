@@ -441,3 +441,18 @@ def test_a_dry_run_of_a_pass_without_summary_shows_what_the_real_run_does(tmp_pa
     other.write_bytes(src.read_bytes())
     code, _, err = run(str(other), "--strategy", "mask-observations", "--window", "20000", "--dry-run")
     assert code == 1 and "still over the threshold" in err
+
+
+def test_stdin_does_not_take_an_existing_state_file_for_its_own(tmp_path: Path) -> None:
+    """A stream has no file to compare with a state file: outputs already there need --force,
+    which starts over, whatever session wrote them."""
+    target = tmp_path / "out.jsonl"
+    data = SAMPLE.read_text()
+    r = runner.invoke(app, ["compact", "-", "--force", "-o", str(target)], input=data)
+    assert r.exit_code == 0, r.stderr
+    r = runner.invoke(app, ["compact", "-", "--window", "3000", "-o", str(target)], input=data)
+    assert r.exit_code == 1 and "--force" in r.stderr
+    r = runner.invoke(app, ["compact", "-", "--force", "-o", str(target)], input=data)
+    assert r.exit_code == 0, r.stderr
+    state = load_state(tmp_path / "out.ctxfold.json")
+    assert state is not None and len(state.passes) == 1

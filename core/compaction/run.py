@@ -130,7 +130,8 @@ def compact_file(
     )
     transcript = materialize(kept, opened.format, opened.path)
     outs = outputs_for(path, out_dir=opts.out_dir, output=opts.output)
-    state = load_state(outs.state)
+    # stdin leaves nothing to check a state file against: its outputs are new ones (--force)
+    state = load_state(outs.state) if path != "-" else None
     policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
     counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
 
