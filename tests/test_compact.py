@@ -456,3 +456,18 @@ def test_stdin_does_not_take_an_existing_state_file_for_its_own(tmp_path: Path) 
     assert r.exit_code == 0, r.stderr
     state = load_state(tmp_path / "out.ctxfold.json")
     assert state is not None and len(state.passes) == 1
+
+
+@pytest.mark.parametrize("kind", ["-o new-folder/", "-o existing folder", "--out-dir a file"])
+def test_output_options_that_name_the_wrong_kind_of_path(tmp_path: Path, kind: str) -> None:
+    src = copy(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    option = {
+        "-o new-folder/": ["-o", str(tmp_path / "new-folder") + "/"],
+        "-o existing folder": ["-o", str(tmp_path / "folder")],
+        "--out-dir a file": ["--out-dir", str(tmp_path / "a-file")],
+    }[kind]
+    code, _, err = run(str(src), "--force", *option)
+    assert code == 2 and ("is a folder" in err or "is a file" in err), err
+    assert not (tmp_path / "new-folder").exists() and list((tmp_path / "folder").iterdir()) == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ctxfold.core.atomic import write_atomic
 from ctxfold.core.compaction.statefile import State
-from ctxfold.core.errors import OutputError
+from ctxfold.core.errors import OutputError, UsageError
 from ctxfold.core.formats.registry import writer
 from ctxfold.core.transcript.model import Transcript
 
@@ -28,6 +28,8 @@ class Outputs:
 
 def outputs_for(path: str, *, out_dir: str | None = None, output: str | None = None) -> Outputs:
     if output:
+        if output.endswith(("/", "\\")) or Path(output).is_dir():
+            raise UsageError(f"-o {output} is a folder: -o names the compacted file, --out-dir a folder")
         out = Path(output)
         base = out.name[: -len(".jsonl")] if out.name.endswith(".jsonl") else out.name
         base = base[: -len(".compacted")] if base.endswith(".compacted") else base
@@ -36,6 +38,8 @@ def outputs_for(path: str, *, out_dir: str | None = None, output: str | None = N
         src = Path(path)
         stem = src.name[: -len(".jsonl")] if src.name.endswith(".jsonl") else src.stem
         folder = Path(out_dir) if out_dir else src.parent
+        if out_dir and folder.exists() and not folder.is_dir():
+            raise UsageError(f"--out-dir {out_dir} is a file, not a folder")
         outs = Outputs(
             folder / f"{stem}.compacted.jsonl", folder / f"{stem}.summary.md", folder / f"{stem}.ctxfold.json"
         )
