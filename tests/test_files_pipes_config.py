@@ -241,3 +241,15 @@ def test_commands_run_with_a_corrupt_profile_and_the_next_learning_replaces_it(t
     path.write_bytes(b"{truncated")
     reset = runner.invoke(app, ["profile", "reset"])
     assert reset.exit_code == 0 and not path.exists()
+
+
+def test_a_profile_path_that_is_a_folder_is_said_plainly(tmp_path: Path) -> None:
+    """Not a traceback (reset) nor a bare 'Is a directory' (learning)."""
+    path = profile_file()
+    path.mkdir(parents=True)
+    r = runner.invoke(app, ["profile", "reset"])
+    assert r.exit_code == 1 and "is a folder" in r.stderr
+    assert isinstance(r.exception, SystemExit)  # said and exited, not raised
+    r = runner.invoke(app, ["estimate", str(SAMPLE)])
+    assert r.exit_code == 1 and "profile is not saved" in r.stderr and "--no-profile" in r.stderr
+    assert runner.invoke(app, ["estimate", str(SAMPLE), "--no-profile"]).exit_code == 0

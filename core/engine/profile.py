@@ -31,6 +31,7 @@ from ctxfold.core.engine.calibration import (
     Prior,
     split_first,
 )
+from ctxfold.core.errors import ConfigError, OutputError
 from ctxfold.core.paths import cache_dir
 from ctxfold.core.tokens.models import lookup
 from ctxfold.core.tokens.session import Request
@@ -252,12 +253,20 @@ class Profiles:
         return Prior(0, float(statistics.median(ratios)), source)
 
     def save(self) -> None:
-        write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
+        try:
+            write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
+        except OutputError as err:
+            raise ConfigError(f"{err}; the profile is not saved (--no-profile leaves it alone)") from None
 
     def reset(self) -> bool:
         existed = self.path.exists()
+        if self.path.is_dir():
+            raise ConfigError(f"{self.path} is a folder, not a profile file: remove it yourself")
         if existed:
-            self.path.unlink()
+            try:
+                self.path.unlink()
+            except OSError as err:
+                raise ConfigError(f"{self.path}: cannot remove ({err.strerror or err})") from None
         self.data = {"version": VERSION, "profiles": {}}
         return existed
 
