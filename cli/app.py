@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ctxfold.cli.errors import EXIT_FAILURE, handle_errors
+from ctxfold.cli.errors import EXIT_FAILURE, attributed, handle_errors
 from ctxfold.cli.options import (
     BufferOpt,
     CalibrationOpt,
@@ -162,7 +162,8 @@ def report(
     notes = render.notes(config.warnings, [] if no_profile else Profiles().warnings, json_out=json_out)
     settings = effective({"calibration": calibration, "buffer": buffer}, config)
     calibration, buffer = settings["calibration"].value, settings["buffer"].value
-    make_calibrator(calibration)  # a typo fails before any file is read
+    with attributed(settings):  # a bad value from the environment or the file says so
+        make_calibrator(calibration)  # a typo fails before any file is read
     expanded = expand(files)
     if plot and len(expanded[0]) + len(expanded[1]) > 1:
         raise UsageError("--plot draws one session: give one file")
@@ -185,7 +186,8 @@ def report(
                 on_progress=on_progress,
             )
 
-    reports, failed = read_each(expanded, read)
+    with attributed(settings):
+        reports, failed = read_each(expanded, read)
     if plot:
         from ctxfold.cli.plot import draw
 

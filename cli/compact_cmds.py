@@ -83,6 +83,7 @@ def compact(
 ) -> None:
     """Compact a session: NAME.compacted.jsonl (same format), NAME.summary.md, NAME.ctxfold.json."""
     from ctxfold.cli import render
+    from ctxfold.cli.errors import attributed
     from ctxfold.core.compaction.doc import compact_doc
     from ctxfold.core.compaction.run import CompactOptions, compact_file
     from ctxfold.core.config import load_config
@@ -105,40 +106,42 @@ def compact(
         "window": window,
         "buffer": buffer,
     }
-    conf = {k: v.value for k, v in effective(flags, config).items()}
-    chosen = get_strategy(conf["strategy"])  # a typo fails before anything is read
-    summarizer = make_summarizer(
-        conf["provider"] if chosen.uses_summarizer else "offline",
-        api_key=api_key,
-        base_url=conf["base_url"],
-        timeout=conf["timeout"],
-        max_retries=conf["max_retries"],
-        tool_results=conf["tool_results"],
-        strict=strict,
-    )
-    result = compact_file(
-        file,
-        summarizer,
-        summarizer_window=summarizer.window,
-        provider_label=conf["provider"],
-        options=CompactOptions(
-            strategy=conf["strategy"],
-            instructions=instructions,
-            model=model,  # the environment's and the file's model only stand in when the log names none
-            window=window,  # the environment's and the file's window are read with the model
-            buffer=conf["buffer"],
-            max_tokens=max_tokens,
-            fmt=fmt,
-            skip_invalid=skip_invalid,
-            out_dir=out_dir,
-            output=output,
-            dry_run=dry_run,
-            force=force,
-            keep_observations=conf["keep_observations"],
-            use_profile=not no_profile,
-        ),
-        config=config,
-    )
+    settings = effective(flags, config)
+    conf = {k: v.value for k, v in settings.items()}
+    with attributed(settings):  # a bad value from the environment or the file says so
+        chosen = get_strategy(conf["strategy"])  # a typo fails before anything is read
+        summarizer = make_summarizer(
+            conf["provider"] if chosen.uses_summarizer else "offline",
+            api_key=api_key,
+            base_url=conf["base_url"],
+            timeout=conf["timeout"],
+            max_retries=conf["max_retries"],
+            tool_results=conf["tool_results"],
+            strict=strict,
+        )
+        result = compact_file(
+            file,
+            summarizer,
+            summarizer_window=summarizer.window,
+            provider_label=conf["provider"],
+            options=CompactOptions(
+                strategy=conf["strategy"],
+                instructions=instructions,
+                model=model,  # the environment's and the file's model only stand in when the log names none
+                window=window,  # the environment's and the file's window are read with the model
+                buffer=conf["buffer"],
+                max_tokens=max_tokens,
+                fmt=fmt,
+                skip_invalid=skip_invalid,
+                out_dir=out_dir,
+                output=output,
+                dry_run=dry_run,
+                force=force,
+                keep_observations=conf["keep_observations"],
+                use_profile=not no_profile,
+            ),
+            config=config,
+        )
     if json_out:
         doc = compact_doc(result)
         render.emit_json({"command": "compact", "version": 1, **doc, "warnings": [*notes, *doc["warnings"]]})

@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxfold.core.errors import CtxfoldError, UsageError
+
+if TYPE_CHECKING:  # not imported at start-up: `ctxfold --help` stays fast
+    from ctxfold.core.settings import Setting
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -22,6 +25,26 @@ EXIT_CONDITION = 3  # --fail-on: the asked-for condition was met
 EXIT_BROKEN_PIPE = 141
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def attributed(settings: Mapping[str, Setting]) -> Iterator[None]:
+    """A bad value that came from the environment or the config file is named with its source:
+    the user typed no such flag, so "unknown provider 'bogus'" alone would not say where to look."""
+    try:
+        yield
+    except UsageError as err:
+        text = str(err)
+        blamed = [
+            f"{name} from {s.source}"
+            for name, s in settings.items()
+            if s.source not in ("flag", "default")
+            and s.value is not None
+            and (repr(s.value) in text or f" {s.value} " in f" {text} ")
+        ]
+        if not blamed:
+            raise
+        raise UsageError(f"{text} ({'; '.join(blamed)})") from None
 
 
 def exit_code(err: CtxfoldError) -> int:

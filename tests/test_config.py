@@ -153,3 +153,28 @@ def test_seed_calibration_keeps_a_chosen_tokenizer(in_tmp: Path, monkeypatch: py
     monkeypatch.setenv("CTXFOLD_TOKENIZER", "o200k")
     doc = orjson.loads(runner.invoke(app, ["report", "--json", "--calibration", "seed", str(SAMPLE)]).stdout)
     assert doc["files"][0]["tokenizer"] == "o200k"
+
+
+@pytest.mark.parametrize(
+    ("where", "command", "expected"),
+    [
+        ("env", ["report", str(SAMPLE)], "(buffer from env CTXFOLD_BUFFER)"),
+        ("file", ["report", str(SAMPLE)], "(buffer from file "),
+        ("env", ["compact", str(SAMPLE), "--dry-run", "--force"], "(provider from env CTXFOLD_PROVIDER)"),
+        ("file", ["compact", str(SAMPLE), "--dry-run", "--force"], "(provider from file "),
+    ],
+)
+def test_a_bad_setting_from_the_environment_or_file_names_its_source(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, where: str, command: list[str], expected: str
+) -> None:
+    """The user typed no --buffer or --provider: the error says where the value came from."""
+    name, value = ("buffer", "-5") if command[0] == "report" else ("provider", "bogus")
+    if where == "env":
+        monkeypatch.setenv(f"CTXFOLD_{name.upper()}", value)
+    else:
+        section = "defaults" if name == "buffer" else "compact"
+        (in_tmp / "ctxfold.toml").write_text(f'[{section}]\n{name} = "{value}"\n')
+    r = runner.invoke(app, command)
+    assert r.exit_code == 2 and expected in r.stderr, r.stderr
+    flag = runner.invoke(app, [*command, f"--{name}", value])
+    assert flag.exit_code == 2 and "from" not in flag.stderr.split(value, 1)[1], flag.stderr

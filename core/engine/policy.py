@@ -52,9 +52,9 @@ def parse_buffer(text: str, window: int) -> int:
             int(window * float(t[:-1]) / 100) if t.endswith("%") else int(t.replace(",", "").replace("_", ""))
         )
     except ValueError:
-        raise UsageError(f"--buffer must be a token count or a percentage, not {text!r}") from None
+        raise UsageError(f"the buffer must be a token count or a percentage, not {text!r}") from None
     if not 0 <= value < window:
-        raise UsageError(f"--buffer {text} must leave room in a {window:,}-token window")
+        raise UsageError(f"a buffer of {text} must leave room in a {window:,}-token window")
     return value
 
 
