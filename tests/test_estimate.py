@@ -252,3 +252,14 @@ def test_a_zero_count_is_no_count(tmp_path: Path) -> None:
     f.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
     est = estimate_file(f)
     assert [r.real for r in est.requests] == [None, 31]
+
+
+def test_the_model_is_the_one_the_session_uses_now() -> None:
+    """The Codex edgerunner rollout starts on gpt-5.6-sol and its last turns run gpt-5.6-luna
+    (jq: the last turn_context's .payload.model); the next request goes to luna."""
+    path = real("codex/edgerunner.jsonl")
+    lines = [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+    models = [x["payload"]["model"] for x in lines if x.get("type") == "turn_context"]
+    assert models[0] != models[-1]
+    est = estimate_file(path)
+    assert est.model.name == models[-1] and est.model_source == "log"

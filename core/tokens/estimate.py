@@ -140,6 +140,22 @@ def estimate_entries(
     )
     counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
     replay = SessionCounter(counter).feed(itertools.chain(head, stream), workers=workers)
+    if model_source == "log":
+        # the next request goes to the model the session uses now; the first one it named only
+        # chose the tokenizer and framing, which a switch within the same family keeps
+        now = (replay.requests[-1].model if replay.requests else None) or replay.model
+        if now and now != name:
+            later = resolve(now, tokenizer=tok, config_models=config.models)
+            if (later.tokenizer, later.provider) == (resolved.tokenizer, resolved.provider):
+                name = now
+                resolved = resolve(
+                    name,
+                    window=win.value,
+                    window_source=win_source,
+                    recorded_window=recorded,
+                    tokenizer=tok,
+                    config_models=config.models,
+                )
     if replay.context_window and not win.value and resolved.window_source != "config file":
         resolved = resolve(
             name,
