@@ -6,6 +6,10 @@ run. The real count, when the log has one, is the usage on the run's last messag
 count stated in a "prompt is too long" error). Recorded compactions reset the context the
 way the recording tool did. Messages are tokenized in batches and the context keeps only
 per-message counts, so memory stays at what one request needs.
+
+A compaction's summary heads the context after it, unless the message that follows holds it
+(ctxfold's own compactions: the marker records the summary and the summary message after it is
+what the model reads, as ``api_writing.current`` writes them): counted once, as that message.
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ class SessionCounter:
         self.state = Replay(per_request=counter.framing.per_request)
         self._in_run = False
         self._segment_has_real = False
+        self._held_summary: str | None = None  # a compaction's, until the next message is seen
 
     def feed(self, entries: Iterable[Entry], *, workers: int = 0) -> Replay:
         """Replay ``entries`` (any iterable, consumed once) and return the final state.
@@ -128,6 +133,7 @@ class SessionCounter:
         finally:
             counting.close()
         self._apply(buf, self.counter.count_messages(pending))
+        self._release_summary()
         return self.state
 
     def _settle(self, item: tuple[list[Entry], Batch, Future[list[int]]]) -> None:
@@ -137,6 +143,8 @@ class SessionCounter:
     def _apply(self, buf: list[Entry], message_counts: list[MessageCount]) -> None:
         counts = iter(message_counts)
         for e in buf:
+            if self._held_summary is not None and not isinstance(e, (Message, ContextUpdate)):
+                self._release_summary()
             if isinstance(e, Message):
                 self._message(e, next(counts))
             elif isinstance(e, ContextUpdate):
@@ -155,6 +163,11 @@ class SessionCounter:
         s.messages_seen += 1
         if s.project is None and isinstance(msg.extra.get("cwd"), str):
             s.project = msg.extra["cwd"]  # Claude Code names it on every line
+        if self._held_summary is not None and msg.branch is None:
+            if self._held_summary in msg.text:
+                self._held_summary = None  # this message is the summary: counted as itself
+            else:
+                self._release_summary()
         if msg.branch is not None:
             s.side_messages += 1
             if msg.usage is not None and msg.usage.final:
@@ -247,11 +260,21 @@ class SessionCounter:
         if m.replacement is not None:
             for mc in self.counter.count_messages(m.replacement):
                 self._append(mc)
+        elif m.summary and not kept:
+            self._held_summary = m.summary  # counted when the next message does not hold it
         elif m.summary:
-            summary = Message("user", (TextPart(m.summary),))
-            self._append(self.counter.count_messages([summary])[0])
+            self._append_summary(m.summary)
         for mc in kept:
             self._append(mc)
+
+    def _release_summary(self) -> None:
+        """The held summary was not repeated by a message: it heads the context."""
+        if self._held_summary is not None:
+            summary, self._held_summary = self._held_summary, None
+            self._append_summary(summary)
+
+    def _append_summary(self, text: str) -> None:
+        self._append(self.counter.count_messages([Message("user", (TextPart(text),))])[0])
 
     def _clear(self) -> None:
         s = self.state
