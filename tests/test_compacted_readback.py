@@ -1,18 +1,142 @@
-"""A compacted output read back: the context compact said it left.
+"""A compacted output read back: the same model, and the context compact said it left.
 
-ctxfold's own compaction records the summary on its marker and writes it as the user message
-after it: the session counter counts it once, as that message; a marker whose summary no
-message repeats (pi, OpenHands) still puts it at the head of the context.
+For every format whose compacted output the API writers or the native writer produce
+(openai-chat, openai-responses, genai, ctxfold, and OpenHands, written as native), on the
+bundled fixtures and the real sessions: ``estimate`` of the output names the model, provider,
+tokenizer and window that ``estimate`` of the source named, and counts the context at
+``compact``'s ``estimate_after``. A session too small for a pass to shrink it by 10 % is
+refused by compact and skipped here.
+
+Tolerance: none, except for a message the writer joins into its neighbour. The genai writer
+makes ctxfold's summary and continuation one Content with the user message after them (no
+same-role neighbours), so the output holds fewer messages than compact counted: each join
+saves one message's framing and may move one token where the two texts meet. The allowance
+is (framing + 1) tokens per message joined: 0 wherever the output keeps compact's messages.
 """
 
 from __future__ import annotations
 
-import pytest
+import base64
+import io
+import shutil
+from pathlib import Path
 
-from ctxfold.core.tokens.counting import Counter
+import orjson
+import pytest
+from conftest import FIXTURES, real_files, write_jsonl
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+from ctxfold.core.tokens.counting import FRAMING, Counter
+from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
 from ctxfold.core.tokens.session import SessionCounter
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Message, TextPart
+
+runner = CliRunner()
+FORMATS = ("openai-chat", "openai-responses", "genai", "ctxfold", "openhands")
+SOURCES = [p for f in FORMATS for p in (*sorted((FIXTURES / f).glob("*.jsonl")), *real_files(f))]
+
+
+def compact(src: Path, out: Path, *args: str) -> dict:
+    r = runner.invoke(
+        app, ["compact", str(src), "--force", "--no-profile", "--json", "--out-dir", str(out), *args]
+    )
+    if r.exit_code == 1 and ("10% reduction" in r.stderr or "cannot fit" in r.stderr):
+        pytest.skip(f"compact refuses this session: {r.stderr.strip()}")
+    assert r.exit_code == 0, r.stderr
+    doc = orjson.loads(r.stdout)
+    assert doc["status"] == "compacted", doc
+    return doc
+
+
+def assert_reads_back(src: FileEstimate, back: FileEstimate, doc: dict, *, same_name: bool = True) -> None:
+    m, b = src.model, back.model
+    assert (b.provider, b.tokenizer, b.window) == (m.provider, m.tokenizer, m.window)
+    if same_name:
+        assert b.name == m.name
+    if m.window_source == "recorded in the log":
+        assert b.window_source == m.window_source
+    joined = abs(doc["messages_after"] - len(back.replay.context))
+    tolerance = joined * (FRAMING.get(b.provider, FRAMING["other"]).per_message + 1)
+    assert abs(back.context_tokens - doc["estimate_after"]) <= tolerance, (
+        back.context_tokens,
+        doc["estimate_after"],
+        tolerance,
+    )
+
+
+# Sessions that name their model twice: on the request (OpenHands' configured route
+# ``openai/openrouter-…``, a chat request's ``gpt-4.1``) and on the responses (the provider's
+# own name). ``estimate`` prefers the responses' as the model the session uses now; compaction
+# drops their usage, and the compacted transcript core/compaction/run.py builds names the
+# request's, which the writers write as given. Provider, tokenizer, window and count still agree.
+_RESPONSE_NAMED = {"openhands/multi-swe-bench-output.jsonl", "openai-chat/writer-edge-cases.jsonl"}
+
+
+@pytest.mark.parametrize("strategy", ["summary", "sliding-window"])
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_compacted_output_reads_back_as_compact_counted_it(tmp_path: Path, path: Path, strategy: str) -> None:
+    src = tmp_path / path.name
+    shutil.copyfile(path, src)
+    doc = compact(src, tmp_path / "out", "--strategy", strategy)
+    before, back = estimate_file(src), estimate_file(doc["outputs"]["compacted"])
+    known = f"{path.parent.name}/{path.name}" in _RESPONSE_NAMED and back.model.name != before.model.name
+    assert_reads_back(before, back, doc, same_name=not known)
+    if known:
+        pytest.xfail(f"{back.model.name} named where the source's responses say {before.model.name}")
+
+
+def _png(w: int, h: int) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), (200, 30, 30)).save(buf, "PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "gpt-4-32k"])
+@pytest.mark.parametrize("strategy", ["summary", "sliding-window"])
+def test_a_model_named_only_by_usage_survives_compaction(tmp_path: Path, model: str, strategy: str) -> None:
+    """A chat log whose model is only on its responses' usage: the kept messages lose their
+    usage, so the output names the model on its request line. The image in a tool result is
+    then counted by OpenAI's rule on both sides (85 + 170 a tile; with no model named, the
+    generic rule counted the 1×1 image as 1 token)."""
+    rows: list[dict] = [{"role": "system", "content": "You are an agent."}]
+    for i in range(6):
+        rows += [
+            {"role": "user", "content": f"Take a screenshot of page {i} and describe it in detail. " * 3},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+                ],
+                "usage": {"prompt_tokens": 1000 + 900 * i, "completion_tokens": 20},
+                "model": model,
+            },
+            {
+                "role": "tool",
+                "tool_call_id": f"c{i}",
+                "content": [
+                    {"type": "text", "text": f"page {i}"},
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_png(1, 1)}"}},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": f"Page {i} is red. " * 20,
+                "usage": {"prompt_tokens": 1400 + 900 * i, "completion_tokens": 60},
+                "model": model,
+            },
+        ]
+    src = write_jsonl(tmp_path / "chat.jsonl", rows)
+    doc = compact(src, tmp_path / "out", "--strategy", strategy)
+    before, back = estimate_file(src), estimate_file(doc["outputs"]["compacted"])
+    assert (before.model.name, before.model.provider) == (model, "openai")
+    assert_reads_back(before, back, doc)
+    if strategy == "sliding-window":
+        assert back.replay.by_category["media"] >= 255  # 85 + 170 for one tile, not 1
 
 
 def _replay(entries: list) -> int:

@@ -8,6 +8,8 @@ responseId}`` (streamed chunks were merged into one), anything else as a Content
 ``{role, parts}``. Keys are written camelCase (the reader takes both spellings). Earlier
 conversations (before a ContextReset) are written as a request log. Calls the reader gave a
 made-up id (``extra["synthetic_id"]``) are written without one, so they get the same id again.
+A transcript none of whose lines would name its model (a compacted one that kept no model
+turn) names it on the request line, so that a re-read counts with the same model.
 
 ADK events without content (state changes only) were not read, so they are not written.
 """
@@ -35,6 +37,7 @@ from ctxfold.core.formats.api_writing import (
     segments,
     split_items,
 )
+from ctxfold.core.formats.openai_common import with_model
 from ctxfold.core.transcript.model import (
     ApiError,
     ContextUpdate,
@@ -255,8 +258,16 @@ def _fix(entries: list[Entry]) -> list[Entry]:
     )
 
 
+def _named(m: Message) -> str | None:
+    """The model ``message_line`` writes for ``m`` (``modelVersion`` of an event or response)."""
+    if m.role == "assistant" or any(k in extra_of(m) for k in _EVENT_MARKS):
+        return m.model
+    return None
+
+
 def write(t: Transcript) -> Iterator[bytes]:
     state, entries = current(t)
+    state = with_model(t, state, entries, _named)
     segs = segments(state, entries)
     event: dict[str, Any] | None = None  # the ADK invocation/author of the last event written
     for i, seg in enumerate(segs):

@@ -6,8 +6,10 @@ line per message. An assistant message read from a ``chat.completion`` object go
 (so ids, ``created``, ``finish_reason`` survive); other assistant lines carry their ``usage`` and
 ``model``. Earlier conversations (before a ContextReset) are written as a request log (a
 ``{model, messages, tools, response}`` line per model response), the shape whose restart a
-reader can see; their messages' timestamps are lost there. ``message_dicts`` and ``tool_dict``
-serve litellm too.
+reader can see; their messages' timestamps are lost there. A transcript none of whose lines
+would name its model (a compacted one: its messages have no usage left) names it on the
+request line, so that a re-read counts with the same model. ``message_dicts`` and
+``tool_dict`` serve litellm too.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ctxfold.core.formats.api_writing import (
     segments,
     split_items,
 )
+from ctxfold.core.formats.openai_common import with_model
 from ctxfold.core.transcript.model import (
     ApiError,
     ContextUpdate,
@@ -257,12 +260,24 @@ def _message_lines(m: Message) -> Iterator[dict[str, Any]]:
         yield u
 
 
+def _named(m: Message) -> str | None:
+    """The model the line(s) ``_message_lines`` writes for ``m`` name, read back."""
+    if m.role != "assistant":
+        return None
+    if isinstance(m.extra.get("response"), dict) and m.timestamp is None:
+        return m.model
+    if m.usage is None:
+        return None
+    return m.model if m.usage.model == m.model else m.usage.model
+
+
 def _differs(a: ContextUpdate, b: ContextUpdate) -> bool:
     return (a.system or ()) != (b.system or ()) or (a.tools or ()) != (b.tools or ()) or a.model != b.model
 
 
 def write(t: Transcript) -> Iterator[bytes]:
     state, entries = current(t)
+    state = with_model(t, state, entries, _named)
     segs = segments(state, entries)
     for i, seg in enumerate(segs):
         if i < len(segs) - 1:  # an earlier conversation: as a request log

@@ -6,8 +6,11 @@ usage) goes back as the API's response object ``{object: "response", model, outp
 when the reader had it from one (its last item has a model), else as its items followed by a
 ``{usage, model}`` line. Earlier conversations (before a ContextReset) are written as a request
 log (a ``{model, instructions, tools, input, response}`` line per model response); the last one
-then starts with a request line whose empty ``input`` is how a reader sees the restart. Response-level fields
-(``id``, ``status``, ``created_at``) are not kept by the reader, so they are not written.
+then starts with a request line whose empty ``input`` is how a reader sees the restart. A
+transcript none of whose lines would name its model (a compacted one: its items have no usage
+left) names it on the first request line, so that a re-read counts with the same model.
+Response-level fields (``id``, ``status``, ``created_at``) are not kept by the reader, so they
+are not written.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ctxfold.core.formats.api_writing import (
     segments,
     split_items,
 )
+from ctxfold.core.formats.openai_common import with_model
 from ctxfold.core.transcript.model import (
     ApiError,
     ContextUpdate,
@@ -238,8 +242,14 @@ def _body(entries: list[Entry], kinds: dict[str, str]) -> Iterator[dict[str, Any
         yield from items(m, kinds)
 
 
+def _named(m: Message) -> str | None:
+    """The model the lines ``_body`` writes for ``m`` name, read back: only a response's."""
+    return m.usage.model if m.role == "assistant" and m.usage is not None else None
+
+
 def write(t: Transcript) -> Iterator[bytes]:
     state, entries = current(t)
+    state = with_model(t, state, entries, _named)
     segs = segments(state, entries)
     kinds: dict[str, str] = {}
     for i, seg in enumerate(segs):
