@@ -97,6 +97,10 @@ def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
 
 
 def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
+    from rich.cells import cell_len
+
+    from ctxfold.cli.render_report import print_facts
+
     m = r.model
     out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
     facts = [
@@ -127,8 +131,7 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
         )
     share = f", {predicted.tokens / m.window:.1%} of the window" if m.window else ""
     facts.append(("predicted", f"{predicted.tokens:,} real tokens{share}: {predicted.basis}"))
-    for k, v in facts:
-        out.print(Text(f"  {k:<12} {v}"))
+    print_facts(facts)
 
     table = Table(title=None, show_edge=False, pad_edge=False, box=None)
     table.add_column("part", style="cyan")
@@ -141,14 +144,27 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     table.add_row("framing", f"{r.replay.per_request:,}", "")
     out.print(table)
     if r.largest:
+        # The numbers whole at any width: the previews take what the other columns leave, cut
+        # with an ellipsis, or are left out (saying so) when that is too little to read.
+        header = "largest messages"
+        cells = [(str(lm.position), lm.role, f"{lm.tokens:,}") for lm in r.largest]
+        widths = [max(least, *(cell_len(row[i]) for row in cells)) for i, least in enumerate((4, 9, 7))]
+        room = out.width - sum(widths) - 2 * len(widths)
         big = Table(show_edge=False, pad_edge=False, box=None)
-        big.add_column("#", justify="right", no_wrap=True, min_width=4)
-        big.add_column("role", no_wrap=True, min_width=9)
-        big.add_column("tokens", justify="right", no_wrap=True, min_width=7)
-        big.add_column("largest messages", overflow="ellipsis", no_wrap=True, ratio=1)
-        for lm in r.largest:
-            big.add_row(str(lm.position), lm.role, f"{lm.tokens:,}", Text(lm.preview))
-        out.print(big)
+        for name, w in zip(("#", "role", "tokens"), widths, strict=True):
+            big.add_column(name, justify="left" if name == "role" else "right", no_wrap=True, min_width=w)
+        if room >= len(header):
+            previews = [Text(lm.preview, no_wrap=True, overflow="ellipsis") for lm in r.largest]
+            widest = max(len(header), *(p.cell_len for p in previews))
+            big.add_column(header, no_wrap=True, overflow="ellipsis", width=min(room, widest))
+            for row, preview in zip(cells, previews, strict=True):
+                big.add_row(*row, preview)
+        else:
+            for row in cells:
+                big.add_row(*row)
+        out.print(big, crop=False)
+        if room < len(header):
+            print_facts([("", "message previews left out at this width; --json has them")], key_width=0)
     out.print()
 
 

@@ -1,18 +1,27 @@
 """Terminal output of ``report``: per-file summary, sparkline, the notable rows, the totals of a
-many-file run. Shares the consoles of :mod:`ctxfold.cli.render`; core computes every figure."""
+many-file run. Shares the consoles of :mod:`ctxfold.cli.render`; core computes every figure.
+
+Tables are fitted to the terminal, never cropped: a number is shown whole or its column is left
+out, and a line under the table says which (see :func:`print_fitted`). ``key  value`` lines wrap
+under their value (:func:`print_facts`, which ``estimate`` uses too)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from ctxfold.cli.render import num, out, warn
+from ctxfold.cli import render
+from ctxfold.cli.render import num, warn
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
     from ctxfold.core.engine.replay import Report
 
 
@@ -43,7 +52,9 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             warn(f"skipped {s}")
         s = summary(rep)
         sums.append(s)
-        out.print(Text.assemble((est.path, "bold"), f"  ({est.format}, {est.model.name or 'model ?'})"))
+        render.out.print(
+            Text.assemble((est.path, "bold"), f"  ({est.format}, {est.model.name or 'model ?'})")
+        )
         facts = [
             ("window", f"{pol.window:,} ({pol.window_source or est.model.window_source})"),
             ("threshold", f"{pol.threshold:,} (buffer {pol.buffer:,}: {pol.buffer_rule})"),
@@ -51,12 +62,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             ("requests", f"{s['requests']:,} ({s['requests_with_real']:,} with real counts)"),
         ]
         if s["median_error_pct"] is not None:
-            facts.append(
-                (
-                    "accuracy",
-                    f"median error {s['median_error_pct']}%, p90 {s['p90_error_pct']}% (after the first)",
-                )
-            )
+            facts.append(("accuracy", _accuracy(s, [rep])))
         fire = s["first_fire"]
         facts.append(
             (
@@ -91,23 +97,19 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             )
             if sim["compactions"]:
                 facts.append(("", _simulated_sent(sim, s["prompt_tokens_total"])))
-        for k, v in facts:
-            out.print(Text(f"  {k:<12} {v}"))
-        if out.is_terminal and rep.rows:
-            line = sparkline([r.calibrated for r in rep.rows], pol.window)
-            out.print(
-                Text(
-                    f"  {'tokens':<12} {line}  (of the window; threshold at {pol.threshold / pol.window:.0%})"
-                )
-            )
+        if render.out.is_terminal and rep.rows:
+            cells = min(60, max(10, render.out.width - 15))
+            line = sparkline([r.calibrated for r in rep.rows], pol.window, cells)
+            share = pol.threshold / pol.window
+            facts.append(("tokens", f"{line}  (of the window; threshold at {share:.0%})"))
+        print_facts(facts)
         _rows_table(rep, all_rows)
         if explain:
-            out.print(Text("  the last decision, step by step:", style="bold"))
-            for k, v in explain_lines(rep):
-                out.print(Text(f"    {k:<15} {v}"))
+            render.out.print(Text("  the last decision, step by step:", style="bold"))
+            print_facts(explain_lines(rep), indent=4, key_width=15)
         if plot:
-            out.print(Text(f"  plot written to {plot}"))
-        out.print()
+            render.out.print(Text(f"  plot written to {plot}"))
+        render.out.print()
     if len(reports) > 1:
         report_totals(reports, sums)
 
@@ -130,6 +132,18 @@ def _simulated_sent(sim: dict[str, Any], logged: int) -> str:
     )
 
 
+def _accuracy(s: dict[str, Any], reports: Sequence[Report]) -> str:
+    """The median and p90 of |predicted − real| / real and what they were taken over: one
+    file's requests, or in the totals every file's requests pooled, a figure of its own (not
+    any one file's p90, nor their mean)."""
+    n = sum(1 for rep in reports for r in rep.rows if r.error is not None and not r.first_in_segment)
+    figures = f"median error {s['median_error_pct']}%, p90 {s['p90_error_pct']}%"
+    requests = f"{n:,} request{'' if n == 1 else 's'} predicted from an earlier real count"
+    if len(reports) == 1:
+        return f"{figures} over the {requests}"
+    return f"pooled over the {len(reports)} files' {requests}: {figures}"
+
+
 def brief(reports: Sequence[Report]) -> None:
     """One line per file (where it fires, how it went), then the totals."""
     from ctxfold.core.engine.report_doc import summary
@@ -137,30 +151,54 @@ def brief(reports: Sequence[Report]) -> None:
     paths = [rep.estimate.path for rep in reports]
     under = _common_folder(paths)
     if under:
-        out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
-    table = Table(show_edge=False, pad_edge=False, box=None)
-    table.add_column("file", overflow="fold")
-    for name in ("requests", "first fire", "late", "overflows", "p90 error", "sent"):
-        table.add_column(name, justify="right", no_wrap=True)
+        render.out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
     sums = []
     for rep in reports:
         for w in rep.estimate.model.warnings:
             warn(f"{rep.estimate.path}: {w}")
-        s = summary(rep)
-        sums.append(s)
-        fire = s["first_fire"]
-        table.add_row(
-            os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path,
-            f"{s['requests']:,}",
-            "never" if fire is None else f"#{fire['request']}",
-            str(s["late"]),
-            str(s["overflows"]),
-            "—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%",
-            f"{s['prompt_tokens_total']:,}",
-        )
-    out.print(table)
-    out.print()
+        sums.append(summary(rep))
+    files = [os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path for rep in reports]
+    fires = ["never" if s["first_fire"] is None else f"#{s['first_fire']['request']}" for s in sums]
+    p90 = ["—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%" for s in sums]
+    late, over = [str(s["late"]) for s in sums], [str(s["overflows"]) for s in sums]
+    sent = [s["prompt_tokens_total"] for s in sums]
+    no_late = not any(s["late"] or s["overflows"] for s in sums)
+
+    # Narrower terminals, in this order: no late and overflows columns when both are 0 in every
+    # file (the totals say so too), sent in k / M, short headers. The file names fold.
+    steps = [
+        *([("zeros", "late and overflows left out: 0 in every file")] if no_late else []),
+        ("short", "sent in thousands (k) or millions (M)"),
+        ("terse", "reqs = requests, fires = first fire, over = overflows, p90 = p90 error"),
+    ]
+
+    def columns(done: set[str]) -> list[Col]:
+        terse = "terse" in done
+        return [
+            Col("file", files, justify="left", wrap=True, fold=12),
+            Col("reqs" if terse else "requests", [f"{s['requests']:,}" for s in sums]),
+            Col("fires" if terse else "first fire", fires),
+            *([] if "zeros" in done else [Col("late", late), Col("over" if terse else "overflows", over)]),
+            Col("p90" if terse else "p90 error", p90),
+            Col("sent", [_short(n) if "short" in done else f"{n:,}" for n in sent]),
+        ]
+
+    levels = [(columns(set()), "")]
+    for i in range(1, len(steps) + 1):
+        done = {key for key, _ in steps[:i]}
+        levels.append((columns(done), "at this width: " + "; ".join(why for _, why in steps[:i])))
+    print_fitted(levels)
+    render.out.print()
     report_totals(reports, sums)
+
+
+def _short(n: int) -> str:
+    """``n`` in at most six characters: 9,999, 108.3k, 57.7M."""
+    if n < 10_000:
+        return f"{n:,}"
+    if n < 999_950:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
 
 
 def _common_folder(paths: Sequence[str]) -> str | None:
@@ -178,22 +216,21 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
     from ctxfold.core.engine.report_doc import totals
 
     t = totals(reports, sums)
-    out.print(Text(f"all {t['files']} files", style="bold"))
+    render.out.print(Text("1 file" if t["files"] == 1 else f"all {t['files']} files", style="bold"))
     facts = [
         ("requests", f"{t['requests']:,} ({t['requests_with_real']:,} with real counts)"),
         ("fires in", f"{t['files_that_fire']} file(s)   overflows in: {t['files_that_overflow']} file(s)"),
         ("late", f"{t['late']}   early: {t['early']}   overflows: {t['overflows']}"),
     ]
     if t["median_error_pct"] is not None:
-        facts.append(("accuracy", f"median error {t['median_error_pct']}%, p90 {t['p90_error_pct']}%"))
+        facts.append(("accuracy", _accuracy(t, reports)))
     facts.append(("sent", _sent(t)))
     sim = t["simulation"]
     if sim is not None:
         facts.append(("simulated", f"{sim['compactions']} compaction(s) in all"))
         if sim["compactions"]:
             facts.append(("", _simulated_sent(sim, t["prompt_tokens_total"])))
-    for k, v in facts:
-        out.print(Text(f"  {k:<12} {v}"))
+    print_facts(facts)
 
 
 def _rows_table(rep: Report, all_rows: bool) -> None:
@@ -209,11 +246,8 @@ def _rows_table(rep: Report, all_rows: bool) -> None:
             ):
                 keep.update({i - 1, i})
         rows = [rows[i] for i in sorted(k for k in keep if 0 <= k < len(rows))]
-    t = Table(show_edge=False, pad_edge=False, box=None)
-    for col in ("#", "estimate", "calibrated", "real", "error", "threshold", "margin", "decision", "note"):
-        t.add_column(col, justify="left" if col in ("decision", "note") else "right", no_wrap=True)
-    for r in rows:
-        notes = [
+    notes = [
+        ", ".join(
             n
             for n, on in (
                 ("first", r.first_in_segment),
@@ -222,17 +256,87 @@ def _rows_table(rep: Report, all_rows: bool) -> None:
                 ("OVERFLOW", r.overflow),
             )
             if on
-        ]
-        err = "" if r.error is None else f"{r.error:+.1%}"
-        t.add_row(
-            str(r.index),
-            f"{r.estimate:,}",
-            f"{r.calibrated:,}",
-            num(r.real),
-            err,
-            f"{r.threshold:,}",
-            f"{r.margin:,}",
-            r.decision,
-            ", ".join(notes),
         )
-    out.print(t)
+        for r in rows
+    ]
+    cols = {
+        "#": Col("#", [str(r.index) for r in rows]),
+        "estimate": Col("estimate", [f"{r.estimate:,}" for r in rows]),
+        "calibrated": Col("calibrated", [f"{r.calibrated:,}" for r in rows]),
+        "real": Col("real", [num(r.real) for r in rows]),
+        "error": Col("error", ["" if r.error is None else f"{r.error:+.1%}" for r in rows]),
+        "threshold": Col("threshold", [f"{r.threshold:,}" for r in rows]),
+        "margin": Col("margin", [f"{r.margin:,}" for r in rows]),
+        "decision": Col("decision", [r.decision for r in rows], justify="left"),
+        "note": Col("note", notes, justify="left", wrap=True),
+    }
+    # Narrower terminals leave out, in this order, the columns a reader misses least: the
+    # threshold when it is the one above (every row the same), the margin (threshold −
+    # calibrated), ctxfold's raw estimate (the decision uses the calibrated one).
+    threshold = rep.policy.threshold
+    steps: list[tuple[str, str]] = []
+    if all(r.threshold == threshold for r in rows):
+        steps.append(("threshold", f"threshold ({threshold:,} on every row)"))
+    steps += [("margin", "margin (threshold − calibrated)"), ("estimate", "estimate (ctxfold's raw count)")]
+    levels = [(list(cols.values()), "")]
+    for i in range(1, len(steps) + 1):
+        left_out = {name for name, _ in steps[:i]}
+        said = ", ".join(why for _, why in steps[:i])
+        shown = [c for name, c in cols.items() if name not in left_out]
+        levels.append((shown, f"left out at this width: {said}; --json has them"))
+    print_fitted(levels)
+
+
+@dataclass
+class Col:
+    """A column of cells. ``wrap``: text that may run onto more lines, so it needs only its
+    longest word, or with ``fold`` (paths, cut anywhere) that many cells; any other column
+    needs its widest cell."""
+
+    name: str
+    cells: list[str]
+    justify: JustifyMethod = "right"
+    wrap: bool = False
+    fold: int = 0
+
+    def need(self) -> int:
+        widest = max(cell_len(c) for c in [self.name, *self.cells])
+        if not self.wrap:
+            return widest
+        if self.fold:
+            return min(widest, max(self.fold, cell_len(self.name)))
+        return max(cell_len(w) for c in [self.name, *self.cells] for w in c.split())
+
+
+def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
+    """The first of ``levels`` (columns, a line on what was left out or shortened) that fits the
+    terminal, as a borderless table. No cell is cropped: when not even the last fits, it is
+    printed at its own width and the terminal wraps it."""
+    width = render.out.width
+    chosen, said = levels[-1]
+    for cols, why in levels:
+        if sum(c.need() for c in cols) + 2 * (len(cols) - 1) <= width:
+            chosen, said = cols, why
+            break
+    need = sum(c.need() for c in chosen) + 2 * (len(chosen) - 1)
+    t = Table(show_edge=False, pad_edge=False, box=None, width=need if need > width else None)
+    for c in chosen:
+        t.add_column(c.name, justify=c.justify, no_wrap=not c.wrap, overflow="fold", min_width=c.need())
+    for row in zip(*(c.cells for c in chosen), strict=True):
+        t.add_row(*map(Text, row))
+    render.out.print(t, crop=False)
+    if said:
+        print_facts([("", said)], key_width=0)
+
+
+def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
+    """``key  value`` lines; a value too long for the terminal goes on under itself, not under
+    the key."""
+    con = render.out
+    lead = indent + key_width + 1 if key_width else indent
+    room = max(20, con.width - lead)
+    for key, value in facts:
+        for i, line in enumerate(Text(value).wrap(con, room, overflow="fold")):
+            line.rstrip()
+            head = f"{' ' * indent}{key:<{key_width}} " if key_width and i == 0 else " " * lead
+            con.print(Text.assemble(head, line))
