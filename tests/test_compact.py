@@ -471,3 +471,15 @@ def test_output_options_that_name_the_wrong_kind_of_path(tmp_path: Path, kind: s
     code, _, err = run(str(src), "--force", *option)
     assert code == 2 and ("is a folder" in err or "is a file" in err), err
     assert not (tmp_path / "new-folder").exists() and list((tmp_path / "folder").iterdir()) == []
+
+
+def test_a_compacted_native_file_heads_its_context_with_the_summary_once(tmp_path: Path) -> None:
+    """The marker records the summary and the message after it is the summary the model reads:
+    a second compaction of the output must not hand the summarizer the summary twice."""
+    src = copy(tmp_path)
+    assert run(str(src), "--force")[0] == 0
+    out = outputs(src)[0]
+    ctx = current_context(load(out).entries)
+    summaries = [m for m in ctx.messages if SUMMARY_OPEN in m.text]
+    assert len(summaries) == 1 and ctx.messages[0] is summaries[0]
+    assert len(estimate_file(out).replay.context) == len(ctx.messages)  # the counter agrees

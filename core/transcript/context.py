@@ -2,8 +2,8 @@
 
 Walks the entries the way the recording tool rebuilt its prompt: side branches are left out, a
 recorded compaction replaces what came before it (Codex's replacement history, pi's summary plus
-the entries it kept, Claude Code's summary line that follows the boundary), and a reset starts
-over. The token counter (``tokens/session.py``) follows the same rules on counts.
+the entries it kept, Claude Code's summary line that follows the boundary; a summary the next
+message holds, as ctxfold writes its own, only once), and a reset starts over. The token counter (``tokens/session.py``) follows the same rules on counts.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Context:
 
 def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
     ctx = Context(start=start)
+    held: str | None = None  # a compaction's summary, until the next message says if it holds it
     for i, e in enumerate(entries):
         if isinstance(e, ContextUpdate):
             ctx.system = e.system if e.system is not None else ctx.system
@@ -50,13 +51,19 @@ def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
             continue
         if isinstance(e, Message):
             if e.branch is None:
+                if held is not None and held in e.text and ctx.messages:
+                    del ctx.messages[0]  # ctxfold's own: the summary message is what was sent
+                held = None
                 ctx.messages.append(e)
         elif isinstance(e, CompactionMarker):
             ctx.messages = after_compaction(ctx.messages, e)
             ctx.start = i + 1
+            only_summary = e.replacement is None and len(ctx.messages) == 1  # nothing kept after it
+            held = e.summary if e.summary and only_summary else None  # as tokens/session.py holds it
         elif isinstance(e, ContextReset):
             ctx.messages = []
             ctx.start = i + 1
+            held = None
     return ctx
 
 
