@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def pct(xs: list[float], p: float) -> float:
     if not xs:
         return float("nan")
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
+    return xs[max(0, math.ceil(p * len(xs)) - 1)]  # nearest rank: the 9th of 10 for p90
 
 
 def load_all(root: Path) -> dict[str, tuple[FileEstimate, FileEstimate]]:

@@ -3,6 +3,7 @@ arithmetic. Rendering is the CLI's business; this module only computes."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,7 @@ def _pct(xs: list[float], p: float) -> float | None:
     if not xs:
         return None
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
+    return xs[max(0, math.ceil(p * len(xs)) - 1)]  # nearest rank: the 9th of 10 for p90
 
 
 def summary(report: Report) -> dict[str, Any]:
