@@ -237,7 +237,9 @@ def compact_file(
     new_state = _new_state(
         transcript, state, result, summary_text, est, cal.prior, digest, provider_label, strategy.name
     )
-    compacted = _compacted_transcript(transcript, ctx, final, result, out.summary is not None)
+    # the model the estimate settled on (the session's current one) when the log named it
+    model = est.model.name if est.model_source == "log" else ctx.model
+    compacted = _compacted_transcript(transcript, ctx, final, result, out.summary is not None, model)
     result.outputs = write_outputs(outs, compacted, new_state, force=opts.force or state is not None)
     return result
 
@@ -336,12 +338,17 @@ def _new_state(
 
 
 def _compacted_transcript(
-    t: Transcript, ctx: Context, messages: list[Message], r: CompactResult, summarized: bool
+    t: Transcript,
+    ctx: Context,
+    messages: list[Message],
+    r: CompactResult,
+    summarized: bool,
+    model: str | None,
 ) -> Transcript:
     update = ContextUpdate(
         system=ctx.system,
         tools=ctx.tools,
-        model=ctx.model,
+        model=model,
         context_window=ctx.context_window,
         session_id=ctx.session_id,
         extra={HARNESS_TOKENS: ctx.harness} if ctx.harness else {},
