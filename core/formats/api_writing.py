@@ -12,7 +12,7 @@ entry of a file with its own line, for the writers' ``check_file``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -280,3 +280,35 @@ def split_items(items: Sequence[tuple[int, Entry]]) -> Iterator[list[tuple[int, 
             seg.append((no, e))
     if seg:
         yield seg
+
+
+def model_in_force(t: Transcript) -> str | None:
+    """The model a transcript names last (a context change, a message or its usage); for a
+    compacted one, the transcript it was made from, whose messages kept their usage."""
+    original = t.extra.get("original")
+    source = original if isinstance(original, Transcript) else t
+    for e in reversed(source.entries):
+        if isinstance(e, ContextUpdate) and e.model:
+            return e.model
+        if isinstance(e, Message) and e.branch is None:
+            name = (e.usage.model if e.usage is not None else None) or e.model
+            if name:
+                return name
+    return None
+
+
+def with_model(
+    t: Transcript, state: ContextUpdate, entries: Iterable[Entry], named: Callable[[Message], str | None]
+) -> ContextUpdate:
+    """``state`` (the fixed parts a writer starts with), naming the transcript's model when no
+    written line would: API formats name it on a request or on a response's usage, and a
+    compacted transcript's messages have no usage left (``named``: the model the lines written
+    for a message name, if any). Without it a re-read would assume a generic model, window and
+    tokenizer."""
+    if state.model:
+        return state
+    for e in entries:
+        if (isinstance(e, ContextUpdate) and e.model) or (isinstance(e, Message) and named(e)):
+            return state
+    model = model_in_force(t)
+    return replace(state, model=model) if model else state

@@ -36,8 +36,8 @@ from ctxfold.core.formats.api_writing import (
     request_log,
     segments,
     split_items,
+    with_model,
 )
-from ctxfold.core.formats.openai_common import with_model
 from ctxfold.core.transcript.model import (
     ApiError,
     ContextUpdate,

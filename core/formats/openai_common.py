@@ -10,8 +10,7 @@ written transcript must still name when none of its lines would.
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -20,8 +19,6 @@ from ctxfold.core.errors import LineError
 from ctxfold.core.formats.base import Line, as_int, b64_size, get_dict, get_str, need, parse_overflow, rest
 from ctxfold.core.transcript.model import (
     ApiError,
-    ContextUpdate,
-    Entry,
     MediaPart,
     Message,
     OpaquePart,
@@ -32,7 +29,6 @@ from ctxfold.core.transcript.model import (
     ToolCallPart,
     ToolDef,
     ToolResultPart,
-    Transcript,
     Usage,
 )
 
@@ -291,35 +287,3 @@ def api_error(err: Mapping[str, Any], d: Mapping[str, Any]) -> ApiError:
         id=get_str(d, "id"),
         extra={"error": dict(err)},
     )
-
-
-def model_in_force(t: Transcript) -> str | None:
-    """The model a transcript names last (a context change, a message or its usage); for a
-    compacted one, the transcript it was made from, whose messages kept their usage."""
-    original = t.extra.get("original")
-    source = original if isinstance(original, Transcript) else t
-    for e in reversed(source.entries):
-        if isinstance(e, ContextUpdate) and e.model:
-            return e.model
-        if isinstance(e, Message) and e.branch is None:
-            name = (e.usage.model if e.usage is not None else None) or e.model
-            if name:
-                return name
-    return None
-
-
-def with_model(
-    t: Transcript, state: ContextUpdate, entries: Iterable[Entry], named: Callable[[Message], str | None]
-) -> ContextUpdate:
-    """``state`` (the fixed parts a writer starts with), naming the transcript's model when no
-    written line would: API formats name it on a request or on a response's usage, and a
-    compacted transcript's messages have no usage left (``named``: the model the lines written
-    for a message name, if any). Without it a re-read would assume a generic model, window and
-    tokenizer."""
-    if state.model:
-        return state
-    for e in entries:
-        if (isinstance(e, ContextUpdate) and e.model) or (isinstance(e, Message) and named(e)):
-            return state
-    model = model_in_force(t)
-    return replace(state, model=model) if model else state
