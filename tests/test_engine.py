@@ -400,20 +400,3 @@ def test_slope_is_not_moved_by_a_bump_of_unlogged_content() -> None:
     for e, r in points:
         calibrator.observe(e, r)
     assert calibrator.predict(points[-1][0] + 1_000).tokens == points[-1][1] + 1_200
-
-
-def test_a_compaction_carries_the_ratio_of_the_whole_segment() -> None:
-    """The points kept are the latest ones (HISTORY_KEEP), but the context a compaction folds is
-    the whole segment: the carried-over ratio is the median of all its steps, not of the last."""
-    from ctxfold.core.engine.calibration import HISTORY_KEEP, GrowthCalibrator
-
-    cal = GrowthCalibrator(Prior(0, 1.3))
-    e, r = 1_000, 1_300
-    cal.observe(e, r)
-    for i in range(2 * HISTORY_KEEP):
-        ratio = 1.25 if i < HISTORY_KEEP + 8 else 1.0  # most of the segment at 1.25, the latest at 1.0
-        e, r = e + 1_000, r + int(1_000 * ratio)
-        cal.observe(e, r)
-    assert cal.ratio()[0] == pytest.approx(1.0)  # predicting the next step: the recent steps
-    cal.reset()
-    assert cal.prior.ratio == pytest.approx(1.25) and cal.prior.overhead == 1_300 - 1_250

@@ -164,15 +164,6 @@ class GrowthCalibrator(_Base):
     """
 
     name: str = "growth"
-    # the ratios of every step of the segment (``history`` keeps only the latest points): what a
-    # compaction carries over describes the whole context it folds, not its latest growth
-    steps: list[float] = field(default_factory=list)
-
-    def observe(self, estimate: int, real: int) -> None:
-        if self.history and estimate - self.history[-1][0] >= SLOPE_MIN_STEP:
-            e0, r0 = self.history[-1]
-            self.steps.append((real - r0) / (estimate - e0))
-        super().observe(estimate, real)
 
     def ratio(self) -> tuple[float, str]:
         """The session's slope once its points span enough growth. Before that, one point
@@ -204,13 +195,10 @@ class GrowthCalibrator(_Base):
     def reset(self) -> None:
         if self.history:
             ratio, _ = self.ratio()
-            if self.steps and slope(self.history) is not None:
-                ratio = min(MAX_RATIO, max(MIN_RATIO, statistics.median(self.steps)))
             e0, r0 = self.history[0]
             hidden, first = split_first(e0, r0, ratio)
             self.prior = Prior(max(0, hidden), ratio, "learned before the last compaction", first)
         self.history.clear()
-        self.steps.clear()
 
 
 @dataclass
