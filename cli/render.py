@@ -33,7 +33,18 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """The document, all of it, straight to the file descriptor: Python's text layer drops what a
+    reader that went away mid-document did not take without raising, and the run would end 0."""
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's capture)
+        sys.stdout.write(data.decode())
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]  # BrokenPipeError when the reader is gone
 
 
 def warn(message: str) -> None:

@@ -253,3 +253,26 @@ def test_a_profile_path_that_is_a_folder_is_said_plainly(tmp_path: Path) -> None
     r = runner.invoke(app, ["estimate", str(SAMPLE)])
     assert r.exit_code == 1 and "profile is not saved" in r.stderr and "--no-profile" in r.stderr
     assert runner.invoke(app, ["estimate", str(SAMPLE), "--no-profile"]).exit_code == 0
+
+
+def test_a_reader_gone_in_the_middle_of_a_large_json_document(tmp_path: Path) -> None:
+    """`ctxfold report big.jsonl --json | head -1`: the reader leaves after the first line of a
+    document of more than one pipe buffer (64 KB); the rest must not be dropped as if written."""
+    from conftest import real
+
+    proc = subprocess.Popen(
+        [
+            str(ctxfold_exe()),
+            "report",
+            "--json",
+            "--all",
+            "--no-profile",
+            str(real("pi/large-session.jsonl")),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"{"
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_BROKEN_PIPE and err == b"", err.decode()
