@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, real, real_files
-from typer.testing import CliRunner
+from compact_support import copy, outputs, run, runner
+from conftest import real, real_files
 
 from ctxfold.cli.app import app
 from ctxfold.core.compaction.statefile import SCHEMA, entry_sha256, load_state
@@ -21,8 +20,6 @@ from ctxfold.core.tokens.estimate import estimate_file
 from ctxfold.core.transcript.context import current_context
 from ctxfold.core.transcript.model import CompactionMarker, ContextReset
 
-runner = CliRunner()
-SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
 SECTIONS = (
     "## Current State",
     "## Key Information",
@@ -30,26 +27,6 @@ SECTIONS = (
     "## Exact Next Steps",
     "## Todo List",
 )
-
-
-def copy(tmp_path: Path, src: Path = SAMPLE) -> Path:
-    dst = tmp_path / src.name
-    shutil.copyfile(src, dst)
-    return dst
-
-
-def outputs(path: Path) -> tuple[Path, Path, Path]:
-    stem = path.name.removesuffix(".jsonl")
-    return (
-        path.with_name(f"{stem}.compacted.jsonl"),
-        path.with_name(f"{stem}.summary.md"),
-        path.with_name(f"{stem}.ctxfold.json"),
-    )
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, ["compact", *args])
-    return r.exit_code, r.stdout, r.stderr
 
 
 def test_compact_teaches_the_profile_unless_told_not_to(tmp_path: Path) -> None:
@@ -244,28 +221,6 @@ def test_out_dir_and_output(tmp_path: Path) -> None:
     assert target.exists() and (target.parent / "short.summary.md").exists()
 
 
-@pytest.mark.parametrize("spelling", ["same", "relative", "symlink", "hardlink"])
-def test_an_output_that_is_the_input_is_refused_even_with_force(tmp_path: Path, spelling: str) -> None:
-    src = copy(tmp_path)
-    before = src.read_bytes()
-    target = {"same": src, "relative": tmp_path / "." / src.name}.get(spelling, tmp_path / "link.jsonl")
-    if spelling == "symlink":
-        target.symlink_to(src)
-    elif spelling == "hardlink":
-        target.hardlink_to(src)
-    code, _, err = run(str(src), "--force", "--window", "3000", "-o", str(target))
-    assert code == 1 and "is the input itself" in err
-    assert src.read_bytes() == before
-    assert not (tmp_path / f"{target.stem}.summary.md").exists()
-
-
-def test_output_and_out_dir_together_are_a_usage_error(tmp_path: Path) -> None:
-    src = copy(tmp_path)
-    code, _, err = run(str(src), "--force", "-o", str(tmp_path / "a.jsonl"), "--out-dir", str(tmp_path / "d"))
-    assert code == 2 and "not both" in err
-    assert not (tmp_path / "d").exists() and not (tmp_path / "a.jsonl").exists()
-
-
 @pytest.mark.parametrize(
     "strategy", ["summary", "sliding-window", "mask-observations", "mask-observations+summary"]
 )
@@ -371,23 +326,6 @@ def test_appended_real_session_folds_only_the_new_part(tmp_path: Path, path: Pat
     assert validate(str(outputs(src)[0])).ok
 
 
-def test_the_quick_start_output_reads_back_at_the_size_compact_said(tmp_path: Path) -> None:
-    """The README's quick start: what `estimate` then predicts for the compacted log is what
-    `compact` said it would be (the session taught the profile its hidden prompt; the Claude
-    Code output names no model until its next response, and is read as a Claude model's)."""
-    src = copy(tmp_path, FIXTURES / "real" / "claude-code-sidechains.jsonl")
-    code, out, err = run(str(src), "--window", "24000", "--json")
-    assert code == 0, err
-    after = orjson.loads(out)["tokens_after"]
-    r = runner.invoke(app, ["estimate", str(outputs(src)[0]), "--window", "24000", "--json"])
-    assert r.exit_code == 0, r.stderr
-    doc = orjson.loads(r.stdout)["files"][0]
-    assert doc["provider"] == "anthropic"
-    assert abs(doc["predicted"]["tokens"] - after) <= 0.03 * after, (doc["predicted"], after)
-    r = runner.invoke(app, ["compact", str(outputs(src)[0]), "--window", "24000", "--dry-run", "--json"])
-    assert r.exit_code == 0 and orjson.loads(r.stdout)["status"] == "not-due", r.stdout
-
-
 def test_state_keeps_a_fully_logged_first_ratio(tmp_path: Path) -> None:
     """The LiteLLM log records whole requests: its first counts 4,812 real for 4,363 estimated
     (1.10), under the growth slope, so the state file keeps the first-request ratio apart."""
@@ -398,26 +336,6 @@ def test_state_keeps_a_fully_logged_first_ratio(tmp_path: Path) -> None:
     assert state is not None
     c = state.calibration
     assert c["overhead"] == 0 and 1.0 < c["first_ratio"] < c["ratio"]
-
-
-@pytest.mark.parametrize("path", real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_the_continuation_quotes_what_a_person_asked(tmp_path: Path, path: Path) -> None:
-    """Not a harness note: Claude Code's system reminders arrive as user lines after the request."""
-    from ctxfold.core.providers.facts import request_text
-
-    src = copy(tmp_path, path)
-    code, _, err = run(str(src), "--force", "--no-profile", "--json")
-    if code == 1 and ("cannot fit" in err or "10% reduction" in err):
-        return  # nothing to fold, or too little (see test_every_real_session)
-    assert code == 0, err
-    entries = load(outputs(src)[0]).entries
-    inside = [m for e in entries if isinstance(e, CompactionMarker) for m in e.replacement or ()]
-    messages = [m for m in [*entries, *inside] if getattr(m, "role", None) == "user"]
-    cont = next(m for m in messages if "current request" in m.text or "compacted because" in m.text)
-    asked = [t for e in load(src).entries if getattr(e, "role", None) == "user" and (t := request_text(e))]
-    assert "<system-reminder>" not in cont.text
-    if asked and "The user's current request is:" in cont.text:
-        assert asked[-1] in cont.text
 
 
 def test_a_dry_run_of_a_pass_without_summary_shows_what_the_real_run_does(tmp_path: Path) -> None:
@@ -441,45 +359,3 @@ def test_a_dry_run_of_a_pass_without_summary_shows_what_the_real_run_does(tmp_pa
     other.write_bytes(src.read_bytes())
     code, _, err = run(str(other), "--strategy", "mask-observations", "--window", "20000", "--dry-run")
     assert code == 1 and "still over the threshold" in err
-
-
-def test_stdin_does_not_take_an_existing_state_file_for_its_own(tmp_path: Path) -> None:
-    """A stream has no file to compare with a state file: outputs already there need --force,
-    which starts over, whatever session wrote them."""
-    target = tmp_path / "out.jsonl"
-    data = SAMPLE.read_text()
-    r = runner.invoke(app, ["compact", "-", "--force", "-o", str(target)], input=data)
-    assert r.exit_code == 0, r.stderr
-    r = runner.invoke(app, ["compact", "-", "--window", "3000", "-o", str(target)], input=data)
-    assert r.exit_code == 1 and "--force" in r.stderr
-    r = runner.invoke(app, ["compact", "-", "--force", "-o", str(target)], input=data)
-    assert r.exit_code == 0, r.stderr
-    state = load_state(tmp_path / "out.ctxfold.json")
-    assert state is not None and len(state.passes) == 1
-
-
-@pytest.mark.parametrize("kind", ["-o new-folder/", "-o existing folder", "--out-dir a file"])
-def test_output_options_that_name_the_wrong_kind_of_path(tmp_path: Path, kind: str) -> None:
-    src = copy(tmp_path)
-    (tmp_path / "folder").mkdir()
-    (tmp_path / "a-file").write_text("x")
-    option = {
-        "-o new-folder/": ["-o", str(tmp_path / "new-folder") + "/"],
-        "-o existing folder": ["-o", str(tmp_path / "folder")],
-        "--out-dir a file": ["--out-dir", str(tmp_path / "a-file")],
-    }[kind]
-    code, _, err = run(str(src), "--force", *option)
-    assert code == 2 and ("is a folder" in err or "is a file" in err), err
-    assert not (tmp_path / "new-folder").exists() and list((tmp_path / "folder").iterdir()) == []
-
-
-def test_a_compacted_native_file_heads_its_context_with_the_summary_once(tmp_path: Path) -> None:
-    """The marker records the summary and the message after it is the summary the model reads:
-    a second compaction of the output must not hand the summarizer the summary twice."""
-    src = copy(tmp_path)
-    assert run(str(src), "--force")[0] == 0
-    out = outputs(src)[0]
-    ctx = current_context(load(out).entries)
-    summaries = [m for m in ctx.messages if SUMMARY_OPEN in m.text]
-    assert len(summaries) == 1 and ctx.messages[0] is summaries[0]
-    assert len(estimate_file(out).replay.context) == len(ctx.messages)  # the counter agrees

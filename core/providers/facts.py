@@ -29,10 +29,16 @@ _ERROR_LINE = re.compile(
     r"^\s*((?:[\w.]+)?(?:Error|Exception)\b.*|error(?:\[\w+\])?:.*|fatal:.*|npm ERR!.*|E: .*)$", re.M
 )
 _TAGGED = re.compile(r"<([A-Za-z_][\w-]*)>.*?</\1>", re.S)
+# ctxfold's own messages, recognised by their text once a log written back has lost the marks
+SUMMARY_OPEN = "[Previous conversation summary]"
+SUMMARY_CLOSE = "[End of summary — conversation continues below]"
+CONTINUATION_OPEN = "[System: The conversation was compacted"
 _HARNESS_PREFIXES = (
     "# AGENTS.md instructions",
     "Caveat: The messages below were generated",
     "[Request interrupted",
+    SUMMARY_OPEN,
+    CONTINUATION_OPEN,
 )
 _PROBLEM = re.compile(
     r"error|fail|not found|no such file|denied|cannot|can't|invalid|refused|abort|unable", re.I

@@ -13,13 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.core.providers.facts import request_text
+from ctxfold.core.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
 from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
 
-SUMMARY_OPEN = "[Previous conversation summary]"
-SUMMARY_CLOSE = "[End of summary — conversation continues below]"
 SUMMARIZER_INPUT_RATIO = 0.80
 CLIP_CHARS = 8_000
 UNLIMITED_WINDOW = 10**12
@@ -34,13 +32,13 @@ def summary_message(text: str) -> Message:
 def continuation_message(user_request: str | None) -> Message:
     if user_request:
         text = (
-            "[System: The conversation was compacted because it exceeded the context window. "
+            f"{CONTINUATION_OPEN} because it exceeded the context window. "
             "The summary above contains all prior context. The user's current request is: "
             f"`{user_request}`. Continue working on this request without asking the user to repeat anything.]"
         )
     else:
         text = (
-            "[System: The conversation was compacted because it exceeded the context window. "
+            f"{CONTINUATION_OPEN} because it exceeded the context window. "
             "The summary above contains all prior context. Continue working without asking the "
             "user to repeat anything.]"
         )
