@@ -253,6 +253,9 @@ def test_a_format_of_any_model_keeps_providers_apart(tmp_path: Path) -> None:
     prof.learn("native|claude-opus-4", "d", Observation(0, 1.22), None, "anthropic")
     p = prof.prior("native|claude-sonnet-4", "anthropic")
     assert p.ratio == 1.22 and p.source == "profile native (any anthropic model), 1 session(s)"
+    # sessions learned before the provider was stored: the model family in the key tells it
+    prof.profiles["native|gpt-4o"]["sessions"] = {k: {"overhead": 0, "ratio": 1.0} for k in "abc"}
+    assert prof.prior("native|claude-sonnet-4", "anthropic").ratio == 1.22
 
 
 @pytest.mark.parametrize(

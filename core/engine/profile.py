@@ -210,7 +210,7 @@ class Profiles:
                 for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
                 # counts are in the provider's tokens: a format that carries any model (a request
                 # log, ctxfold's own) must not lend one provider's ratio to another's
-                if s != exclude and v.get("provider", provider) == provider
+                if s != exclude and provider_of(k, v) in (provider, None)
             ]
 
         chosen: tuple[str, list[dict[str, Any]]] | None = None
@@ -243,9 +243,9 @@ class Profiles:
             return default_prior(fmt, provider)
         ratios = [
             v["ratio"]
-            for entry in self.profiles.values()
+            for k, entry in self.profiles.items()
             for s, v in entry.get("sessions", {}).items()
-            if s != exclude and v.get("provider") == provider
+            if s != exclude and provider_of(k, v) == provider
         ]
         if len(ratios) < MIN_SESSIONS:
             return default_prior(fmt, provider)
@@ -269,6 +269,16 @@ class Profiles:
                 raise ConfigError(f"{self.path}: cannot remove ({err.strerror or err})") from None
         self.data = {"version": VERSION, "profiles": {}}
         return existed
+
+
+def provider_of(key: str, session: dict[str, Any]) -> str | None:
+    """The provider whose tokens a learned session is in: stored with it, or (a session learned
+    before that was stored) the provider of the model family in its key, if known."""
+    stored = session.get("provider")
+    if isinstance(stored, str):
+        return stored
+    info = lookup(key.split("|", 1)[-1])
+    return info.provider if info else None
 
 
 def project_key(cwd: str | None) -> str | None:
