@@ -91,3 +91,27 @@ def test_a_compacted_native_file_heads_its_context_with_the_summary_once(tmp_pat
     summaries = [m for m in ctx.messages if SUMMARY_OPEN in m.text]
     assert len(summaries) == 1 and ctx.messages[0] is summaries[0]
     assert len(estimate_file(out).replay.context) == len(ctx.messages)  # the counter agrees
+
+
+def test_the_context_and_the_counter_agree_on_a_held_summary() -> None:
+    """A compaction's summary, then an API error, then a message holding the summary: the
+    counter (tokens/session.py) and the context (transcript/context.py) keep the same messages."""
+    from ctxfold.core.tokens.counting import Counter
+    from ctxfold.core.tokens.session import SessionCounter
+    from ctxfold.core.tokens.tokenizers import get_tokenizer
+    from ctxfold.core.transcript.model import ApiError, ContextUpdate, TextPart
+
+    def msg(text: str) -> Message:
+        return Message("user", (TextPart(text),))
+
+    for between in ([], [ApiError("overloaded")]):
+        entries = [
+            ContextUpdate(system=("sys",)),
+            msg("old"),
+            CompactionMarker(source="ctxfold", summary="S"),
+            *between,
+            msg("[Previous conversation summary]\nS\n[End of summary — conversation continues below]"),
+            msg("next"),
+        ]
+        replay = SessionCounter(Counter(get_tokenizer("o200k"), "openai")).feed(entries)
+        assert len(replay.context) == len(current_context(entries).messages) == (3 if between else 2)

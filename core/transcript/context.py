@@ -64,6 +64,8 @@ def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
             ctx.messages = []
             ctx.start = i + 1
             held = None
+        elif not isinstance(e, ContextUpdate):
+            held = None  # an API error between: the summary stays at the head, as the counter has it
     return ctx
 
 
