@@ -117,6 +117,14 @@ class Profiles:
         # A corrupt file is a cache gone bad, not a reason to fail every command: it is ignored
         # (said here, for the caller to show) and the next ``save`` replaces it.
         self.warnings: list[str] = []
+        self.writable = True
+        if self.path.is_dir():  # not ours to replace: learning stops until it is removed
+            self.writable = False
+            self.warnings.append(
+                f"{self.path} is a folder, not a profile file: ignored, and nothing is learned until "
+                "it is removed"
+            )
+            return
         if not self.path.exists():
             return
         try:
@@ -253,6 +261,8 @@ class Profiles:
         return Prior(0, float(statistics.median(ratios)), source)
 
     def save(self) -> None:
+        if not self.writable:
+            return
         try:
             write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
         except OutputError as err:
