@@ -43,8 +43,11 @@ def test_config_and_profile_warnings_are_shown(noisy: Path, command: list[str]) 
     (noisy / "ctxfold.toml").write_text("[defaults]\nwindw = 5\n")
     doc = orjson.loads(runner.invoke(app, [*command, "--json"]).stdout)
     assert any("windw" in w for w in doc["warnings"])
+    profile = Path(os.environ["XDG_CACHE_HOME"]) / "ctxfold" / "profile.json"
+    profile.write_bytes(b"{truncated")  # the runs above replaced it with what they learned
     nothing = runner.invoke(app, [*command, "--no-profile"])
-    assert "corrupt profile" not in nothing.stderr
+    assert nothing.exit_code == 0 and "corrupt profile" not in nothing.stderr
+    assert profile.read_bytes() == b"{truncated"  # --no-profile neither reads nor writes it
 
 
 def test_config_and_profile_show_name_their_warnings(noisy: Path) -> None:
