@@ -102,8 +102,9 @@ def estimate(
         doc = {"command": "estimate", "version": 1, "warnings": notes, "files": files_doc, "failed": failed}
         render.emit_json(doc)
     else:
-        render.estimate(results)
-        render.failed(failed)
+        if results:
+            render.estimate(results)
+        render.failed(failed, len(results))
     if failed:
         raise SystemExit(EXIT_FAILURE)
 
@@ -205,11 +206,11 @@ def report(
             }
         )
     else:
-        if brief:
+        if brief and reports:
             render_report.brief(reports)
-        else:
+        elif reports:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
-        render.failed(failed)
+        render.failed(failed, len(reports))
     if failed:
         raise SystemExit(EXIT_FAILURE)
     if fail_on == "compact" and any(r.first_fire for r in reports):

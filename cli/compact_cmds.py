@@ -169,7 +169,7 @@ def validate(
         render.emit_json({"command": "validate", "version": 1, "files": docs, "failed": failed})
     else:
         render.validation(results)
-        render.failed(failed)
+        render.failed(failed, len(results))
     if failed or any(not v.ok for v in results):
         raise SystemExit(EXIT_FAILURE)
 

@@ -52,14 +52,13 @@ def warn(message: str) -> None:
     err.print(Text.assemble(("warning:", "yellow" if err.is_terminal else ""), f" {message}"))
 
 
-def failed(failures: list[dict[str, str]]) -> None:
-    """The files of a several-file run that could not be read (the others were shown)."""
+def failed(failures: list[dict[str, str]], shown: int) -> None:
+    """The files of a several-file run that could not be read, after the ``shown`` others."""
     for f in failures:
         err.print(f"ctxfold: error: {f['error']}", markup=False)
     if failures:
-        err.print(
-            f"ctxfold: {len(failures)} file(s) could not be read; the rest are shown above", markup=False
-        )
+        rest = "the rest are shown above" if shown else "there is nothing to show"
+        err.print(f"ctxfold: {len(failures)} file(s) could not be read; {rest}", markup=False)
 
 
 def notes(*groups: Sequence[str], json_out: bool) -> list[str]:

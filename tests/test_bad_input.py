@@ -196,3 +196,14 @@ def test_a_missing_path_among_several_is_named_and_the_rest_are_read(tmp_path: P
     doc = orjson.loads(r.stdout)
     assert [Path(f["path"]).name for f in doc["files"]] == ["good.jsonl"]
     assert ["no such file" in f["error"] or "no *.jsonl" in f["error"] for f in doc["failed"]] == [True, True]
+
+
+@pytest.mark.parametrize(
+    "command", [["estimate"], ["report"], ["report", "--brief"]]
+)  # validate lists each file itself
+def test_when_no_file_can_be_read_nothing_pretends_otherwise(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "a.jsonl").write_bytes(b"")
+    (tmp_path / "b.jsonl").write_bytes(b"not json\n")
+    r = runner.invoke(app, [*command, str(tmp_path)])
+    assert r.exit_code == 1 and r.stdout == "", r.stdout
+    assert "2 file(s) could not be read; there is nothing to show" in r.stderr
