@@ -228,6 +228,9 @@ def compact(r: CompactResult) -> None:
         if r.tokens_after is not None:  # a pass that needs no summarizer was run: its result
             out.print(Text(f"  to {r.tokens_after:,} predicted tokens, {r.messages_after or 0:,} messages"))
         for k in ("compacted", "summary", "state"):
+            if d["would_write"] is None:  # stdin without -o
+                out.print(Text("  would write  nothing: compacting stdin needs -o/--output"))
+                break
             out.print(Text(f"  would write  {d['would_write'][k]}"))
         return
     after = r.tokens_after or 0

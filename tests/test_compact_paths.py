@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from compact_support import SAMPLE, copy, run, runner
 
@@ -61,3 +62,12 @@ def test_output_options_that_name_the_wrong_kind_of_path(tmp_path: Path, kind: s
     code, _, err = run(str(src), "--force", *option)
     assert code == 2 and ("is a folder" in err or "is a file" in err), err
     assert not (tmp_path / "new-folder").exists() and list((tmp_path / "folder").iterdir()) == []
+
+
+def test_a_dry_run_from_stdin_without_o_names_no_output(tmp_path: Path) -> None:
+    data = SAMPLE.read_text()
+    r = runner.invoke(app, ["compact", "-", "--force", "--dry-run", "--json"], input=data)
+    assert r.exit_code == 0, r.stderr
+    assert orjson.loads(r.stdout)["would_write"] is None
+    r = runner.invoke(app, ["compact", "-", "--force", "--dry-run"], input=data)
+    assert r.exit_code == 0 and "needs -o" in r.stdout and "-.compacted.jsonl" not in r.stdout

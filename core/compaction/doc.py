@@ -32,7 +32,7 @@ def compact_doc(r: CompactResult) -> dict[str, Any]:
             "state": str(r.outputs.state),
         },
         "would_write": None
-        if r.status == "compacted"
+        if r.status == "compacted" or not r.outputs.named
         else {
             "compacted": str(r.outputs.compacted),
             "summary": str(r.outputs.summary),

@@ -24,6 +24,7 @@ class Outputs:
     summary: Path
     state: Path
     written_format: str | None = None
+    named: bool = True  # False for stdin without -o: there is no name to write them under
 
 
 def outputs_for(path: str, *, out_dir: str | None = None, output: str | None = None) -> Outputs:
@@ -41,7 +42,10 @@ def outputs_for(path: str, *, out_dir: str | None = None, output: str | None = N
         if out_dir and folder.exists() and not folder.is_dir():
             raise UsageError(f"--out-dir {out_dir} is a file, not a folder")
         outs = Outputs(
-            folder / f"{stem}.compacted.jsonl", folder / f"{stem}.summary.md", folder / f"{stem}.ctxfold.json"
+            folder / f"{stem}.compacted.jsonl",
+            folder / f"{stem}.summary.md",
+            folder / f"{stem}.ctxfold.json",
+            named=path != "-",
         )
     if path != "-":
         for out_path in (outs.compacted, outs.summary, outs.state):
