@@ -275,7 +275,8 @@ def version(json_out: JsonOpt = False) -> None:
 
 
 def main() -> None:
-    app(prog_name="ctxfold")
+    # help and usage text are printed by click, before any command's handle_errors
+    handle_errors(app)(prog_name="ctxfold")
 
 
 # The compaction commands live in their own module; importing it registers them on ``app``.

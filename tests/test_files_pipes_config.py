@@ -276,3 +276,15 @@ def test_a_reader_gone_in_the_middle_of_a_large_json_document(tmp_path: Path) ->
     proc.stdout.close()
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == EXIT_BROKEN_PIPE and err == b"", err.decode()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["report", "--help"]])
+def test_help_to_a_reader_gone_exits_quietly(args: list[str]) -> None:
+    """Click prints help before any command runs: `ctxfold --help | head -1` is 141 too."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([str(ctxfold_exe()), *args], stdout=write, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write)
+    assert proc.returncode == EXIT_BROKEN_PIPE and proc.stderr == b"", proc.stderr.decode()
