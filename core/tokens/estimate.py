@@ -129,40 +129,29 @@ def estimate_entries(
         model_source = "log" if found_model else "settings" if configured else "harness" if name else None
     win = setting("window", window, config)
     tok = setting("tokenizer", tokenizer, config).value
-    win_source = "--window" if win.source == "flag" else win.source
-    resolved = resolve(
-        name,
-        window=win.value,
-        window_source=win_source,
-        recorded_window=recorded,
-        tokenizer=tok,
-        config_models=config.models,
-    )
-    counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
-    replay = SessionCounter(counter).feed(itertools.chain(head, stream), workers=workers)
-    if model_source == "log":
-        # the next request goes to the model the session uses now; the first one it named only
-        # chose the tokenizer and framing, which a switch within the same family keeps
-        now = (replay.requests[-1].model if replay.requests else None) or replay.model
-        if now and now != name:
-            later = resolve(now, tokenizer=tok, config_models=config.models)
-            if (later.tokenizer, later.provider) == (resolved.tokenizer, resolved.provider):
-                name = now
-                resolved = resolve(
-                    name,
-                    window=win.value,
-                    window_source=win_source,
-                    recorded_window=recorded,
-                    tokenizer=tok,
-                    config_models=config.models,
-                )
-    if replay.context_window and not win.value and resolved.window_source != "config file":
-        resolved = resolve(
+
+    def resolve_as(name: str | None, recorded_window: int | None) -> ResolvedModel:
+        return resolve(
             name,
-            recorded_window=replay.context_window,
-            tokenizer=resolved.tokenizer,
+            window=win.value,
+            window_source="--window" if win.source == "flag" else win.source,
+            recorded_window=recorded_window,
+            tokenizer=tok,
             config_models=config.models,
         )
+
+    resolved = resolve_as(name, recorded)  # the tokenizer and framing the whole log is counted with
+    counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
+    replay = SessionCounter(counter).feed(itertools.chain(head, stream), workers=workers)
+    now = (replay.requests[-1].model if replay.requests else None) or replay.model
+    if model_source == "log" and now and now != name:
+        # the next request goes to the model the session uses now; the first one it named only
+        # chose the tokenizer and framing, which a switch within the same family keeps
+        later = resolve(now, tokenizer=tok, config_models=config.models)
+        if (later.tokenizer, later.provider) == (resolved.tokenizer, resolved.provider):
+            name = now
+    # the window the log recorded last, unless a flag, the environment or the config file set one
+    resolved = resolve_as(name, replay.context_window or recorded)
     return FileEstimate(
         path=path,
         format=source_format,
