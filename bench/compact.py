@@ -95,7 +95,7 @@ if args["what"] == "compact":
                    "messages": r.messages_before, "notes": list(r.notes)}
     shutil.rmtree(out_dir, ignore_errors=True)
 elif args["what"] == "report":
-    rep = report_file(args["path"], fmt=args["fmt"], use_profile=False)
+    rep = report_file(args["path"], fmt=args["fmt"])
     out["seconds"] = time.perf_counter() - t
     out["info"] = {"requests": len(rep.rows)}
 else:

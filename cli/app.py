@@ -97,6 +97,8 @@ def estimate(
         return est, predicted
 
     results, failed = read_each(expand(files), read)
+    if profiles is not None:
+        profiles.save()
     if json_out:
         files_doc = [estimate_doc(*r) for r in results]
         doc = {"command": "estimate", "version": 1, "warnings": notes, "files": files_doc, "failed": failed}
@@ -160,7 +162,8 @@ def report(
     if fail_on not in (None, "compact", "overflow"):
         raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}")
     config = load_config()
-    notes = render.notes(config.warnings, [] if no_profile else Profiles().warnings, json_out=json_out)
+    profiles = None if no_profile else Profiles()  # read once, saved once, for every file
+    notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
     settings = effective({"calibration": calibration, "buffer": buffer}, config)
     calibration, buffer = settings["calibration"].value, settings["buffer"].value
     with attributed(settings):  # a bad value from the environment or the file says so
@@ -182,13 +185,15 @@ def report(
                 max_tokens=max_tokens,
                 buffer=buffer,
                 simulate=simulate_compaction,
-                use_profile=not no_profile,
+                profiles=profiles,
                 config=config,
                 on_progress=on_progress,
             )
 
     with attributed(settings):
         reports, failed = read_each(expanded, read)
+    if profiles is not None:
+        profiles.save()
     if plot:
         from ctxfold.cli.plot import draw
 

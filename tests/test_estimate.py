@@ -216,7 +216,7 @@ def test_predicted_next_request_is_what_the_provider_then_counted(path: Path, tm
     result = runner.invoke(app, ["estimate", "--json", "--no-profile", str(cut)])
     assert result.exit_code == 0, result.output
     predicted = orjson.loads(result.stdout)["files"][0]["predicted"]
-    last = report_file(str(path), use_profile=False).rows[-1]
+    last = report_file(str(path)).rows[-1]
     assert last.real == real_tokens
     assert predicted["tokens"] == last.calibrated
     assert abs(predicted["tokens"] - real_tokens) / real_tokens < 0.05

@@ -118,7 +118,7 @@ def test_profile_learned_then_shown_and_reset(tmp_path: Path) -> None:
 
 
 def test_recorded_compactions_are_marked() -> None:
-    rep = report_file(str(real("pi/before-compaction.jsonl")), use_profile=False, simulate=True)
+    rep = report_file(str(real("pi/before-compaction.jsonl")), simulate=True)
     marked = [r.index for r in rep.rows if r.recorded_compaction]
     assert len(marked) == 2  # the two compaction entries of this pi session (tokensBefore 175004, 185014)
     assert {c.tokens_before for c in rep.estimate.replay.compactions} == {175_004, 185_014}
@@ -145,7 +145,7 @@ def test_tokens_sent_over_the_session(path: Path) -> None:
     """What a session sent in all is what its log recorded, plus ctxfold's prediction for the
     requests it has no count for; replayed with compaction at a small window, it sends less."""
     prompt, cached = _claude_usage(path)
-    rep = report_file(str(path), use_profile=False, simulate=True, window=10_000_000)
+    rep = report_file(str(path), simulate=True, window=10_000_000)
     s = summary(rep)
     assert s["prompt_tokens_total"] - s["prompt_tokens_predicted"] == prompt
     assert s["cached_tokens_total"] == cached
@@ -153,7 +153,7 @@ def test_tokens_sent_over_the_session(path: Path) -> None:
     assert sim["compactions"] == 0 and sim["summarizer_input_tokens"] == 0
     assert sim["prompt_tokens_total"] == s["prompt_tokens_total"]  # nothing fired, nothing changed
 
-    small = summary(report_file(str(path), use_profile=False, simulate=True, window=60_000))["simulation"]
+    small = summary(report_file(str(path), simulate=True, window=60_000))["simulation"]
     if small["compactions"]:
         assert small["prompt_tokens_total"] < s["prompt_tokens_total"]
         # each fired near the 48k threshold (the prediction, not the real count, reached it) and
@@ -171,7 +171,7 @@ def test_default_calibrator_meets_the_targets_on_real_sessions() -> None:
     errors: list[float] = []
     under = late = 0
     for path in files:
-        rep = report_file(str(path), use_profile=False)
+        rep = report_file(str(path))
         for r in rep.rows:
             late += r.late
             if r.error is not None and not r.first_in_segment:

@@ -160,6 +160,7 @@ def compact_file(
     prior = prior_for(est, profiles)
     if profiles is not None and not opts.dry_run:  # a dry run writes nothing, the profile included
         learn_from(profiles, est)  # like estimate and report: every session read teaches the profile
+        profiles.save()
     if incremental and state is not None:
         cal = make_calibrator(opts.calibration, _state_prior(state, prior), est.model.tokenizer)
     else:

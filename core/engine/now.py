@@ -44,7 +44,8 @@ def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool =
 
 
 def learn_from(profiles: Profiles, est: FileEstimate) -> None:
-    """Add one session to the profile (o200k estimates only: the profile is in o200k units).
+    """Add one session to the profile (o200k estimates only: the profile is in o200k units);
+    the caller saves it once its run has read every file.
 
     Only under the model that made the counts: not when ``--model`` overrides the log's model
     or a model is merely assumed (settings, the harness's provider)."""
@@ -53,7 +54,6 @@ def learn_from(profiles: Profiles, est: FileEstimate) -> None:
     obs = observe_session(est.requests, est.model.provider)
     if obs is not None:
         profiles.learn(_key(est), _session(est), obs, _project(est), est.model.provider)
-        profiles.save()
 
 
 def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Calibrator:

@@ -118,6 +118,7 @@ class Profiles:
         # (said here, for the caller to show) and the next ``save`` replaces it.
         self.warnings: list[str] = []
         self.writable = True
+        self.changed = False  # something was learned since the file was read: save() writes it
         if self.path.is_dir():  # not ours to replace: learning stops until it is removed
             self.writable = False
             self.warnings.append(
@@ -189,6 +190,7 @@ class Profiles:
         sessions: dict[str, Any] = entry["sessions"]
         sessions.pop(session, None)
         sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
+        self.changed = True
         if obs.first_ratio is not None:
             sessions[session]["first_ratio"] = obs.first_ratio
         if provider is not None:
@@ -261,7 +263,8 @@ class Profiles:
         return Prior(0, float(statistics.median(ratios)), source)
 
     def save(self) -> None:
-        if not self.writable:
+        """Write what was learned, once per run however many sessions it read."""
+        if not (self.writable and self.changed):
             return
         try:
             write_atomic(self.path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))

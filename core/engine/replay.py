@@ -189,11 +189,12 @@ def report_file(
     max_tokens: int | None = None,
     buffer: str | None = None,
     simulate: bool = False,
-    use_profile: bool = True,
+    profiles: Profiles | None = None,
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
 ) -> Report:
-    """Estimate a file, replay it through the engine, and teach the profile what it showed."""
+    """Estimate a file, replay it through the engine, and teach ``profiles`` (when given; the
+    caller saves them) what it showed."""
     if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":
         tokenizer = "heuristic"  # the seed rule is defined on len/4, unless a tokenizer was chosen
     est = estimate_file(
@@ -206,7 +207,6 @@ def report_file(
         config=config,
         on_progress=on_progress,
     )
-    profiles = Profiles() if use_profile else None
     # What ctxfold would have predicted before this session's first real count: learned from the
     # *other* sessions, so replaying a file twice gives the same report, not an in-sample fit.
     prior = prior_for(est, profiles, leave_out=True)
