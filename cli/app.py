@@ -71,9 +71,9 @@ def estimate(
     from ctxfold.cli.inputs import expand, read_each
     from ctxfold.core.config import load_config
     from ctxfold.core.engine.calibration import Prediction
-    from ctxfold.core.engine.now import estimate_doc, learn_from, predict_now, prior_for
+    from ctxfold.core.engine.now import estimate_doc, estimate_session
     from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
+    from ctxfold.core.tokens.estimate import FileEstimate
 
     config = load_config()
     profiles = None if no_profile else Profiles()
@@ -81,8 +81,9 @@ def estimate(
 
     def read(path: str) -> tuple[FileEstimate, Prediction]:
         with render.progress(path, enabled=not json_out) as on_progress:
-            est = estimate_file(
+            return estimate_session(
                 path,
+                profiles=profiles,
                 model=model,
                 tokenizer=tokenizer,
                 window=window,
@@ -91,10 +92,6 @@ def estimate(
                 config=config,
                 on_progress=on_progress,
             )
-        predicted = predict_now(est, prior_for(est, profiles))
-        if profiles is not None:
-            learn_from(profiles, est)
-        return est, predicted
 
     results, failed = read_each(expand(files), read)
     if profiles is not None:

@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ctxfold.core.config import Config
 from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
 from ctxfold.core.engine.profile import (
     Profiles,
@@ -18,7 +20,8 @@ from ctxfold.core.engine.profile import (
     session_key,
     source_of,
 )
-from ctxfold.core.tokens.estimate import FileEstimate, estimate_to_dict
+from ctxfold.core.formats.loader import Opened
+from ctxfold.core.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
 
 
 def _key(est: FileEstimate) -> str:
@@ -54,6 +57,36 @@ def learn_from(profiles: Profiles, est: FileEstimate) -> None:
     obs = observe_session(est.requests, est.model.provider)
     if obs is not None:
         profiles.learn(_key(est), _session(est), obs, _project(est), est.model.provider)
+
+
+def estimate_session(
+    path: str,
+    *,
+    profiles: Profiles | None = None,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    window: int | None = None,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    config: Config | None = None,
+    on_progress: Callable[[Opened], None] | None = None,
+) -> tuple[FileEstimate, Prediction]:
+    """``estimate``: a file's count, the next request's predicted size, and what it teaches
+    ``profiles`` (when given; the caller saves them). ``report_file`` is its replaying twin."""
+    est = estimate_file(
+        path,
+        model=model,
+        tokenizer=tokenizer,
+        window=window,
+        fmt=fmt,
+        skip_invalid=skip_invalid,
+        config=config,
+        on_progress=on_progress,
+    )
+    predicted = predict_now(est, prior_for(est, profiles))
+    if profiles is not None:
+        learn_from(profiles, est)
+    return est, predicted
 
 
 def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Calibrator:
