@@ -93,6 +93,19 @@ def progress(path: str, enabled: bool = True) -> Iterator[Callable[[Opened], Non
         yield lambda opened: bar.update(task, completed=opened.bytes_read)
 
 
+def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
+    """``key  value`` lines; a value too long for the terminal goes on under itself, not under
+    the key."""
+    con = out
+    lead = indent + key_width + 1 if key_width else indent
+    room = max(20, con.width - lead)
+    for key, value in facts:
+        for i, line in enumerate(Text(value).wrap(con, room, overflow="fold")):
+            line.rstrip()
+            head = f"{' ' * indent}{key:<{key_width}} " if key_width and i == 0 else " " * lead
+            con.print(Text.assemble(head, line))
+
+
 def num(x: int | None) -> str:
     return "—" if x is None else f"{x:,}"
 
@@ -108,8 +121,6 @@ def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
 
 def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     from rich.cells import cell_len
-
-    from ctxfold.cli.render_report import print_facts
 
     m = r.model
     out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))

@@ -3,7 +3,7 @@ many-file run. Shares the consoles of :mod:`ctxfold.cli.render`; core computes e
 
 Tables are fitted to the terminal, never cropped: a number is shown whole or its column is left
 out, and a line under the table says which (see :func:`print_fitted`). ``key  value`` lines wrap
-under their value (:func:`print_facts`, which ``estimate`` uses too)."""
+under their value (:func:`ctxfold.cli.render.print_facts`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ctxfold.cli import render
-from ctxfold.cli.render import num, warn
+from ctxfold.cli.render import num, print_facts, warn
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -327,16 +327,3 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
     render.out.print(t, crop=False)
     if said:
         print_facts([("", said)], key_width=0)
-
-
-def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
-    """``key  value`` lines; a value too long for the terminal goes on under itself, not under
-    the key."""
-    con = render.out
-    lead = indent + key_width + 1 if key_width else indent
-    room = max(20, con.width - lead)
-    for key, value in facts:
-        for i, line in enumerate(Text(value).wrap(con, room, overflow="fold")):
-            line.rstrip()
-            head = f"{' ' * indent}{key:<{key_width}} " if key_width and i == 0 else " " * lead
-            con.print(Text.assemble(head, line))
