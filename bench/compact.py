@@ -88,7 +88,7 @@ if args["what"] == "compact":
         args["path"], summarizer,
         summarizer_window=summarizer.window,
         provider_label="offline",
-        options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir, use_profile=False),
+        options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir),
     )
     out["seconds"] = time.perf_counter() - t
     out["info"] = {"status": r.status, "before": r.tokens_before, "after": r.tokens_after,
@@ -443,7 +443,7 @@ def retention_one(path: Path, out_dir: Path) -> Retention:
             summarizer,
             summarizer_window=summarizer.window,
             provider_label="offline",
-            options=CompactOptions(strategy="summary", force=True, out_dir=str(out_dir), use_profile=False),
+            options=CompactOptions(strategy="summary", force=True, out_dir=str(out_dir)),
         )
         status = result.status
         if result.status == "compacted":

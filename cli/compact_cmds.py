@@ -93,7 +93,8 @@ def compact(
     from ctxfold.core.strategies.base import get_strategy
 
     config = load_config()
-    notes = render.notes(config.warnings, [] if no_profile else Profiles().warnings, json_out=json_out)
+    profiles = None if no_profile else Profiles()
+    notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
     flags = {
         "strategy": strategy,
         "provider": provider,
@@ -138,9 +139,9 @@ def compact(
                 dry_run=dry_run,
                 force=force,
                 keep_observations=conf["keep_observations"],
-                use_profile=not no_profile,
             ),
             config=config,
+            profiles=profiles,
         )
     if json_out:
         doc = compact_doc(result)

@@ -94,7 +94,6 @@ class CompactOptions:
     dry_run: bool = False
     force: bool = False
     keep_observations: int = 10
-    use_profile: bool = True
     calibration: str = DEFAULT_CALIBRATOR
 
 
@@ -106,7 +105,9 @@ def compact_file(
     provider_label: str,
     options: CompactOptions | None = None,
     config: Config | None = None,
+    profiles: Profiles | None = None,
 ) -> CompactResult:
+    """Compact one file; ``profiles`` (when given) supply the prior and learn the session."""
     opts = options or CompactOptions()
     strategy = get_strategy(opts.strategy)
     if path == "-" and not (opts.output or opts.dry_run):
@@ -156,7 +157,6 @@ def compact_file(
 
     # the estimate already counted exactly this context unless a state file's summary heads it
     before_est = estimate_of(messages) if incremental else est.context_tokens
-    profiles = Profiles() if opts.use_profile else None
     prior = prior_for(est, profiles)
     if profiles is not None and not opts.dry_run:  # a dry run writes nothing, the profile included
         learn_from(profiles, est)  # like estimate and report: every session read teaches the profile
