@@ -65,6 +65,8 @@ def make_policy(window: int, *, max_tokens: int | None = None, buffer: str | int
     if buffer is None:
         size, rule = compute_buffer(effective)
     elif isinstance(buffer, int):
+        if not 0 <= buffer < effective:
+            raise UsageError(f"a buffer of {buffer:,} tokens must leave room in a {effective:,}-token window")
         size, rule = buffer, "set explicitly"
     else:
         size, rule = parse_buffer(buffer, effective), f"set explicitly ({buffer})"

@@ -137,6 +137,12 @@ _OVERFLOW_PATTERNS = (
     re.compile(
         r"maximum context length is (?P<limit>[\d,]+) tokens.*?resulted in (?P<n>[\d,]+) tokens", re.I | re.S
     ),
+    # OpenAI, with the completion counted in: "you requested 131000 tokens (127000 in the messages, ..."
+    re.compile(
+        r"maximum context length is (?P<limit>[\d,]+) tokens.*?\((?P<n>[\d,]+) in the messages", re.I | re.S
+    ),
+    # Anthropic, prompt plus max_tokens: "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000"
+    re.compile(r"exceed context limit:\s*(?P<n>[\d,]+)\s*\+\s*[\d,]+\s*>\s*(?P<limit>[\d,]+)", re.I),
     # OpenAI Responses / others: "input (135189 tokens) exceeds the context window of 128000"
     re.compile(r"\((?P<n>[\d,]+) tokens?\) exceeds the context (?:window|length) of (?P<limit>[\d,]+)", re.I),
     # Gemini: "input token count (1048577) exceeds the maximum number of tokens allowed (1048576)"
@@ -145,6 +151,17 @@ _OVERFLOW_PATTERNS = (
         re.I,
     ),
 )
+
+
+_OVERFLOW_WORDS = re.compile(
+    r"prompt is too long|context[ _](?:length|window)|context limit|maximum context|too many (?:input )?tokens",
+    re.I,
+)
+
+
+def is_overflow(message: str) -> bool:
+    """True when a provider error says the request was too long, with or without its size."""
+    return parse_overflow(message) is not None or _OVERFLOW_WORDS.search(message) is not None
 
 
 def parse_overflow(message: str) -> tuple[int, int] | None:
