@@ -111,6 +111,26 @@ def test_digest_rolls_the_previous_summary_in() -> None:
     assert given.rstrip().endswith("- [in_progress] From state")  # the caller's state wins
 
 
+def test_a_rolled_digest_keeps_the_request_until_a_newer_one_arrives() -> None:
+    """Folding again with only tool traffic since the last summary: its request is still the
+    current one, however small the budget; its lists keep their groups, placeholders vanish."""
+    first = _digest(_session())
+    work: list[Message] = []
+    for i in range(30):
+        work += [_call(f"x{i}", "Read", {"file_path": f"src/m{i}.py"}), _res(f"x{i}", "text " * 40)]
+    again = _digest(work, budget=300, previous_summary=first)
+    state = again.split("## Key Information")[0]
+    assert "Now fix the failing parser test" in state and "Continue the current user request" in again
+    assert again.count("(no todo list recorded)") == 0  # the old list carried over, never a placeholder
+    third = _digest(work[:4], previous_summary=_digest(work[4:8], previous_summary=first))
+    files = third.split("- Files touched:\n")[1].split("\n- ")[0]
+    assert third.count("- Files touched:") == 1 and "`src/parser.py`" in files and "`src/m0.py`" in files
+    newer = _digest([Message("user", (TextPart("Now write the changelog."),))], previous_summary=first)
+    assert "Now write the changelog." in newer.split("## Key Information")[0]
+    earlier = newer.split("- Earlier user requests:")[1]
+    assert "Now fix the failing parser test" in earlier  # the old current request, now an earlier one
+
+
 def test_digest_is_deterministic() -> None:
     assert _digest(_session(40), budget=500) == _digest(_session(40), budget=500)
 

@@ -46,29 +46,64 @@ def _clip_tokens(text: str, budget: int, tok: Tokenizer) -> str:
     return text
 
 
-def _previous(summary: str | None) -> list[_Line]:
-    """A previous summary's lines, filed under this digest's sections, oldest of all."""
+_PLACEHOLDERS = ("(nothing recorded)", "(no todo list recorded)")
+_CARRIED_GROUPS = ("Files touched", "Commands run", "Errors seen", "Earlier user requests")
+_EARLIER = "Earlier (previous summary)"
+_CURRENT = "Current user request (verbatim)"
+
+
+def _previous(summary: str | None, has_request: bool) -> list[_Line]:
+    """A previous summary's lines, oldest of all, under this digest's sections and groups.
+
+    Its current request stays the current one until a newer request arrives, then joins the
+    earlier ones; its file, command, error and request lists keep their groups. Its next steps
+    and todo list are not carried (they are made afresh), nor are empty placeholders. Lines of a
+    summary written otherwise (an LLM's) are kept under "Earlier (previous summary)"."""
     if not summary:
         return []
-    section, out = CONTEXT, []
     lines = [ln.rstrip() for ln in summary.splitlines()]
+    section, group, out, current = CONTEXT, "", [], []
     for n, line in enumerate(lines):
+        age = n - len(lines) - 1
         if line.startswith("#"):
             title = line.lstrip("#").strip().lower()
-            section = INFO if title.startswith("key info") else TODO if "todo" in title else CONTEXT
+            section = next((s for s in SECTIONS if s.lower() == title), "")
+            if not section:
+                section = INFO if title.startswith("key info") else TODO if "todo" in title else CONTEXT
+            group = ""
             continue
-        if line.strip() and section != TODO:
-            text = line.strip().removeprefix("- ").removeprefix("* ")
-            out.append(_Line(section, "Earlier (previous summary)", text, n - len(lines) - 1))
+        text = line.strip().removeprefix("- ").removeprefix("* ").strip()
+        if not text or text in _PLACEHOLDERS or section in (NEXT, TODO):
+            continue
+        if not line.startswith(" ") and text.endswith(":"):
+            group = text[:-1]
+            continue
+        if not line.startswith(" "):
+            group = ""
+        if group == _CURRENT:
+            current.append(line[2:] if line.startswith("  ") else line)
+        elif group in _CARRIED_GROUPS:
+            out.append(_Line(section, group, text, age))
+        elif (section != STATE or not group) and not text.startswith(("Folded ", "Focus requested")):
+            out.append(
+                _Line(section, _EARLIER, text, age - len(lines))
+            )  # older still; superseded: the last reply
+    request = "\n".join(current).strip()
+    if request and has_request:
+        out.append(
+            _Line(CONTEXT, "Earlier user requests", clip(" ".join(request.split()), OLD_REQUEST_CHARS), -1)
+        )
+    elif request:
+        out.append(_Line(STATE, _CURRENT, request, PROTECTED, block=True))
     return out
 
 
 def _lines(request: SummaryRequest, facts: Facts) -> list[_Line]:
     # a summary ctxfold wrote, else the one the recording tool left at the head of the context
-    out = _previous(request.previous_summary or recorded_summary(request.messages))
+    out = _previous(request.previous_summary or recorded_summary(request.messages), bool(facts.requests))
     newest = facts.requests[-1] if facts.requests else None
     if newest:
-        out.append(_Line(STATE, "Current user request (verbatim)", newest[1], PROTECTED, block=True))
+        out.append(_Line(STATE, _CURRENT, newest[1], PROTECTED, block=True))
     if facts.last_assistant:
         i, text = facts.last_assistant
         out.append(_Line(STATE, "Last assistant message", clip(text, LAST_ASSISTANT_CHARS), i, block=True))
@@ -97,9 +132,11 @@ def _lines(request: SummaryRequest, facts: Facts) -> list[_Line]:
     return out
 
 
-def _next_steps(request: SummaryRequest, facts: Facts, todo_lines: list[str]) -> list[_Line]:
+def _next_steps(
+    request: SummaryRequest, facts: Facts, todo_lines: list[str], carried: Sequence[_Line]
+) -> list[_Line]:
     out: list[_Line] = []
-    if facts.requests:
+    if facts.requests or any(ln.group == _CURRENT for ln in carried):
         out.append(
             _Line(
                 NEXT, "", "Continue the current user request (quoted above) without asking again.", PROTECTED
@@ -161,7 +198,8 @@ def digest(request: SummaryRequest, *, tokenizer: Tokenizer | None = None) -> st
     todo_lines = (
         [t.line() for t in todos] if todos is not None else todos_from_summary(request.previous_summary)
     )
-    lines = _lines(request, facts) + _next_steps(request, facts, todo_lines)
+    lines = _lines(request, facts)
+    lines += _next_steps(request, facts, todo_lines, lines)
     budget = max(1, request.budget_tokens)
     for ln in lines:  # the last reply may take a quarter of the budget, the newest request half
         if ln.group == "Last assistant message":

@@ -188,7 +188,7 @@ def todos_from_summary(summary: str | None) -> list[str]:
         if line.startswith("#"):
             inside = "todo" in line.lower()
             continue
-        if inside and line.strip():
+        if inside and line.strip() and line.strip().removeprefix("- ") not in ("(no todo list recorded)",):
             lines.append(line.rstrip())
     return lines
 

@@ -14,12 +14,15 @@ from dataclasses import dataclass, replace
 
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.core.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
+from ctxfold.core.providers.render import clip
 from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
 
 SUMMARIZER_INPUT_RATIO = 0.80
 CLIP_CHARS = 8_000
+QUOTE_CHARS = 2_000  # the continuation points at the request; the summary holds it in full
+_QUOTE_OPEN, _QUOTE_CLOSE = "The user's current request is: `", "`. Continue working"
 UNLIMITED_WINDOW = 10**12
 
 
@@ -33,8 +36,8 @@ def continuation_message(user_request: str | None) -> Message:
     if user_request:
         text = (
             f"{CONTINUATION_OPEN} because it exceeded the context window. "
-            "The summary above contains all prior context. The user's current request is: "
-            f"`{user_request}`. Continue working on this request without asking the user to repeat anything.]"
+            f"The summary above contains all prior context. {_QUOTE_OPEN}{clip(user_request, QUOTE_CHARS)}"
+            f"{_QUOTE_CLOSE} on this request without asking the user to repeat anything.]"
         )
     else:
         text = (
@@ -54,15 +57,25 @@ def summary_of(message: Message) -> str | None:
     return first[len(SUMMARY_OPEN) : first.rfind(SUMMARY_CLOSE)].strip()
 
 
+def continued_request(message: Message) -> str | None:
+    """The request an earlier continuation message quoted, so that a second compaction with no
+    new request in between still names it."""
+    text = message.text if message.role == "user" else ""
+    if not text.startswith(CONTINUATION_OPEN) or _QUOTE_OPEN not in text or _QUOTE_CLOSE not in text:
+        return None
+    return text[text.index(_QUOTE_OPEN) + len(_QUOTE_OPEN) : text.rindex(_QUOTE_CLOSE)] or None
+
+
 def latest_user_request(messages: Sequence[Message]) -> str | None:
     """The newest user message a person typed: not a tool result, ctxfold's own message, nor a
     harness note (a Claude Code system reminder, a hook's output), the same rule as the summary's
-    "Current user request" (:func:`request_text`)."""
+    "Current user request" (:func:`request_text`); failing that, the one an earlier
+    continuation quoted."""
     for m in reversed(messages):
         text = request_text(m) if summary_of(m) is None else None
         if text:
             return text
-    return None
+    return next((q for m in reversed(messages) if (q := continued_request(m))), None)
 
 
 def clip_tool_results(messages: Sequence[Message], limit: int = CLIP_CHARS) -> list[Message]:
