@@ -112,7 +112,9 @@ def test_guard_watermark_strips_what_the_summary_covers() -> None:
     events += [Message("user", (TextPart("one more thing"),))]
     again = guard.before_request(events)
     assert not again.compacted
-    assert [m.text for m in again.messages[1:]] == ["one more thing"]  # not the whole history again
+    # the compacted request plus what came after: a stable prefix, not the whole history again
+    assert again.messages[:2] == prepared.messages
+    assert [m.text for m in again.messages[2:]] == ["one more thing"]
 
 
 def test_guard_ignores_partials_and_learns_real_counts() -> None:

@@ -1,38 +1,55 @@
 """``ContextGuard``: the decision engine around each model call, for use in an agent loop.
 
-    guard = ContextGuard(model="claude-sonnet-4-5")
-    for step in agent:
+    guard = ContextGuard("claude-sonnet-4-5", store=JsonFileStore("state.json"))
+    while True:
         prepared = guard.before_request(events, system=system, tools=tools)
         try:
-            response = call_model(prepared.messages)
-        except ProviderError as err:
+            response = client.messages.create(messages=prepared.messages, ...)
+        except anthropic.BadRequestError as err:
             if guard.on_error(str(err)):   # "prompt is too long: 200819 tokens > 200000"
-                continue                    # learned the real count; next call compacts
+                continue                    # learned the real count; the next call compacts
             raise
-        guard.after_response(response.usage.prompt_tokens)
+        guard.after_response(response.usage)
+        events.append(...)
 
-``events`` is the agent's full, append-only history: the guard never asks the caller to
-rewrite it. After a compaction it remembers how many events the summary covers (the
-watermark) and from then on sends ``[summary] + events[watermark:]``: the seeds' fix for
-compaction that "had zero effect in production".
+``events`` is the agent's full, append-only history, as OpenAI chat or Anthropic message dicts
+(or ctxfold ``Message`` values); ``prepared.messages`` comes back in the same kind. The guard
+never asks the caller to rewrite the history: after a compaction it remembers how many events
+the summary covers (the watermark) and from then on sends ``[summary, continuation] +
+events[watermark:]``, the seeds' fix for compaction that "had zero effect in production", with a
+stable prefix for the provider's prompt cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
-from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
+from ctxfold.core.engine.calibration import (
+    DEFAULT_CALIBRATOR,
+    PROVIDER_RATIO,
+    Calibrator,
+    Prediction,
+    Prior,
+    make_calibrator,
+)
 from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.state import AgentState, MemoryStore, StateStore
-from ctxfold.core.formats.base import parse_overflow
-from ctxfold.core.providers.base import Summarizer, SummaryResult, budget_summarizer
-from ctxfold.core.strategies.summary import fold, summary_message
-from ctxfold.core.tokens.counting import Counter
+from ctxfold.core.errors import ConfigError, UsageError
+from ctxfold.core.formats.base import is_overflow, parse_overflow
+from ctxfold.core.formats.messages import from_dict, tool_from_dict
+from ctxfold.core.names import did_you_mean
+from ctxfold.core.providers.base import Summarizer, SummaryResult
+from ctxfold.core.providers.offline import OfflineSummarizer
+from ctxfold.core.providers.registry import make_summarizer
+from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, fold, summary_message
+from ctxfold.core.tokens.counting import FRAMING, Counter
 from ctxfold.core.tokens.models import resolve
 from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import Message, ToolDef
+from ctxfold.core.transcript.model import Message, TextPart, ToolDef
 
 __all__ = ["ContextGuard", "Decision", "Prepared", "WindowTooSmallError"]
 
@@ -56,16 +73,54 @@ class Decision:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What to send: the messages (after the watermark and any compaction) and why."""
+    """What to send: the messages (after the watermark and any compaction) and why.
 
-    messages: list[Message]
+    ``messages`` are of the kind the events were: the caller's own dicts (the summary and the
+    continuation as ``{"role": "user", "content": text}``), or ``Message`` values."""
+
+    messages: list[Any]
     decision: Decision
     compacted: bool = False
     after: Decision | None = None  # the decision on the compacted request
     summary: SummaryResult | None = None
 
 
+Event: TypeAlias = Message | Mapping[str, Any]
+ToolSpec: TypeAlias = ToolDef | Mapping[str, Any]
+
+
+def prompt_tokens_of(usage: Any) -> int | None:
+    """The prompt size a provider reported, from an int or any SDK's usage (object or dict):
+    OpenAI chat ``prompt_tokens``; Anthropic ``input_tokens`` plus its cache reads and writes
+    (which it counts apart); OpenAI Responses ``input_tokens``; Gemini ``prompt_token_count``."""
+    if usage is None or isinstance(usage, int):
+        return usage
+
+    def get(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+    cache = [get("cache_read_input_tokens"), get("cache_creation_input_tokens")]
+    for name in ("prompt_tokens", "prompt_token_count", "input_tokens"):
+        value = get(name)
+        if isinstance(value, int):
+            if name == "input_tokens":
+                value += sum(c for c in cache if isinstance(c, int))
+            return value
+    raise UsageError(
+        f"after_response: cannot find a prompt-token count in {type(usage).__name__} "
+        "(pass the count, or the response's usage from the OpenAI, Anthropic or Gemini SDK)"
+    )
+
+
 class ContextGuard:
+    """Decides before each model call whether the conversation must be compacted, and does it.
+
+    ``summarizer`` is a callable (``OfflineSummarizer()``, ``make_summarizer(...)``, your own) or a
+    provider spec such as ``"anthropic:claude-haiku-4-5,offline"``; by default the offline digest.
+    One ``store`` (or one ``agent`` name in it) per conversation: the state remembers which
+    conversation it belongs to and refuses another. The library reads no config file; pass the
+    window, buffer and model here."""
+
     def __init__(
         self,
         model: str | None = None,
@@ -79,40 +134,79 @@ class ContextGuard:
         prior: Prior | None = None,
         store: StateStore | None = None,
         agent: str = "default",
-        summarizer: Summarizer | None = None,
+        summarizer: Summarizer | str | None = None,
         summarizer_window: int | None = None,
     ) -> None:
+        sizes = (("window", window), ("max_tokens", max_tokens), ("summarizer_window", summarizer_window))
+        for name, value in sizes:
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise UsageError(f"{name} must be a positive number of tokens, not {value!r}")
+        if provider is not None and provider not in FRAMING:
+            raise UsageError(f"unknown provider {provider!r}{did_you_mean(provider, list(FRAMING))}")
         resolved = resolve(model, window=window, tokenizer=tokenizer)
         self.model = resolved
-        self.counter = Counter(get_tokenizer(resolved.tokenizer), provider or resolved.provider)
+        self.provider = provider or resolved.provider
+        self.counter = Counter(get_tokenizer(resolved.tokenizer), self.provider)
         self.max_tokens, self.buffer = max_tokens, buffer
-        self.policy: Policy = make_policy(resolved.window, max_tokens=max_tokens, buffer=buffer)
         self.state = AgentState(store if store is not None else MemoryStore(), agent)
+        limit = self.state.get("window_limit")  # a smaller window a provider's refusal stated
+        self.policy: Policy = make_policy(
+            min(resolved.window, int(limit)) if limit else resolved.window,
+            max_tokens=max_tokens,
+            buffer=buffer,
+        )
+        if prior is None and resolved.tokenizer != "heuristic":
+            prior = Prior(0, PROVIDER_RATIO.get(self.provider, 1.0), f"{self.provider} default")
         self.calibrator: Calibrator = make_calibrator(calibration, prior, resolved.tokenizer)
         for est, real in self.state.get("calibration", {}).get("points", []):
             self.calibrator.observe(int(est), int(real))
-        self.summarizer = summarizer or budget_summarizer
-        self.summarizer_window = (
-            summarizer_window or getattr(self.summarizer, "window", None) or resolved.window
-        )
+        if isinstance(summarizer, str):
+            summarizer = make_summarizer(summarizer)
+        self.summarizer: Summarizer = summarizer or OfflineSummarizer()
+        if summarizer_window is None:  # a summarizer that declares no window reads any conversation
+            declared = getattr(self.summarizer, "window", resolved.window)
+            summarizer_window = declared if declared is not None else UNLIMITED_WINDOW
+        self.summarizer_window = summarizer_window
         self._forced = False
         self.compactions = 0
-        self._cache: dict[int, tuple[Message, int]] = {}
-        self._summary: tuple[str, Message] | None = None
+        self._head: tuple[str, str, list[Message]] | None = None  # (summary, continuation) as messages
+        self._converted: dict[int, tuple[Any, Message]] = {}
+        self._names: dict[str, str] = {}  # tool_use id -> name, for Anthropic tool results
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What was assumed about the model (an unknown name: generic framing, default window)."""
+        return self.model.warnings
 
     # ------------------------------------------------------------------------ counting
 
-    def fixed_tokens(self, system: Sequence[str], tools: Sequence[ToolDef]) -> int:
+    def _message(self, event: Event, no: int) -> Message:
+        if isinstance(event, Message):
+            return event
+        hit = self._converted.get(id(event))
+        if hit is None or hit[0] is not event:  # keyed by identity: the caller's history is append-only
+            hit = (event, from_dict(event, self._names, no))
+            self._converted[id(event)] = hit
+        return hit[1]
+
+    def messages_of(self, events: Sequence[Event]) -> list[Message]:
+        """The events as ctxfold messages (dicts converted once each)."""
+        return [self._message(e, i + 1) for i, e in enumerate(events)]
+
+    def fixed_tokens(self, system: str | Sequence[str], tools: Sequence[ToolSpec]) -> int:
         return (
-            self.counter.count_system(system)
-            + self.counter.count_tools(tools)
+            self.counter.count_system(_texts(system))
+            + self.counter.count_tools([tool_from_dict(t) for t in tools])
             + self.counter.framing.per_request
         )
 
     def estimate(
-        self, messages: Sequence[Message], system: Sequence[str] = (), tools: Sequence[ToolDef] = ()
+        self,
+        messages: Sequence[Event],
+        system: str | Sequence[str] = (),
+        tools: Sequence[ToolSpec] = (),
     ) -> int:
-        body = sum(c.total for c in self.counter.count_messages(messages))
+        body = sum(c.total for c in self.counter.count_messages(self.messages_of(messages)))
         return body + self.fixed_tokens(system, tools)
 
     def decide(self, estimate: int) -> Decision:
@@ -132,86 +226,156 @@ class ContextGuard:
 
     # ---------------------------------------------------------------------- the loop
 
-    def view(self, events: Sequence[Message]) -> list[Message]:
-        """The events the model should see: the summary replaces what it covers."""
-        summary, mark = self.state.summary, self.state.watermark
-        if summary is None or mark <= 0 or mark > len(events):
-            return list(events)
-        if self._summary is None or self._summary[0] != summary:
-            self._summary = (summary, summary_message(summary))  # one object: counted once
-        return [self._summary[1], *events[mark:]]
+    def _head_messages(self) -> list[Message]:
+        summary, continuation = self.state.summary or "", self.state.get("continuation") or ""
+        if self._head is None or self._head[:2] != (summary, continuation):
+            head = [summary_message(summary)]
+            if continuation:
+                head.append(Message("user", (TextPart(continuation),), extra={"ctxfold": "continuation"}))
+            self._head = (summary, continuation, head)  # the same objects every call: counted once
+        return self._head[2]
+
+    def view(self, events: Sequence[Event]) -> list[Message]:
+        """The events the model should see, as messages: the summary replaces what it covers."""
+        return self._view(events)[0]
+
+    def _view(self, events: Sequence[Event]) -> tuple[list[Message], int]:
+        """The view and how many of its messages are ctxfold's own (summary, continuation)."""
+        self._check_conversation(events)
+        mark = self.state.watermark
+        if self.state.summary is None or mark <= 0:
+            return self.messages_of(events), 0
+        head = self._head_messages()
+        return [*head, *self.messages_of(events[mark:])], len(head)
+
+    def _outgoing(self, events: Sequence[Event], messages: list[Message], head: int) -> list[Any]:
+        """``messages`` in the kind the caller gave: its own dicts after the first ``head``
+        (ctxfold's summary and continuation), which become plain user messages."""
+        if all(isinstance(e, Message) for e in events):
+            return messages
+        own = [{"role": "user", "content": m.text} for m in messages[:head]]
+        return [*own, *events[len(events) - (len(messages) - head) :]]
 
     def before_request(
         self,
-        events: Sequence[Message],
-        system: Sequence[str] = (),
-        tools: Sequence[ToolDef] = (),
+        events: Sequence[Event],
+        system: str | Sequence[str] = (),
+        tools: Sequence[ToolSpec] = (),
         *,
         instructions: str | None = None,
     ) -> Prepared:
-        messages = self.view(events)
+        messages, head = self._view(events)
         decision = self.decide(self.estimate(messages, system, tools))
         if not decision.due:
             self.state.set("last_heuristic", decision.estimate)
-            return Prepared(messages, decision)
+            return Prepared(self._outgoing(events, messages, head), decision)
         if self._nothing_to_fold(events):
             if decision.forced:
                 raise WindowTooSmallError(
-                    f"the provider refused even the compacted request ({self.state.get('real_tokens'):,} tokens "
-                    f"in a {self.policy.window:,}-token window): the system prompt and tools alone are too large"
+                    f"the provider refused even the compacted request ({self.state.get('real_tokens') or 0:,} "
+                    f"tokens in a {self.policy.window:,}-token window): the system prompt, tools and summary "
+                    "alone are too large"
                 )
             self.state.set("last_heuristic", decision.estimate)
-            return Prepared(messages, decision)  # compacted already; only the provider can tell more
+            return Prepared(self._outgoing(events, messages, head), decision)
         fixed = self.fixed_tokens(system, tools)
+        saved = (list(self.calibrator.history), self.calibrator.prior, self._forced)
         self.calibrator.reset()  # no stale factor survives a compaction (the seeds' step 6)
         self._forced = False
-        budget = fit_budget(self.calibrator, self.policy, fixed, decision.estimate - fixed)
-        folded = fold(
-            messages,
-            counter=self.counter,
-            summarizer=self.summarizer,
-            budget_tokens=budget,
-            summarizer_window=self.summarizer_window,
-            instructions=instructions,
-        )
-        new_estimate = self.estimate(folded.messages, system, tools)
-        after = self.decide(new_estimate)
-        if after.due or new_estimate >= decision.estimate:
-            raise WindowTooSmallError(
-                f"the request cannot fit: compacted, it is still predicted at {after.predicted:,} tokens against "
-                f"a threshold of {self.policy.threshold:,} in a {self.policy.window:,}-token window (before: "
-                f"{decision.predicted:,}); use a model with a larger window or fewer tools"
+        try:
+            budget = fit_budget(self.calibrator, self.policy, fixed, decision.estimate - fixed)
+            folded = fold(
+                messages,
+                counter=self.counter,
+                summarizer=self.summarizer,
+                budget_tokens=budget,
+                summarizer_window=self.summarizer_window,
+                instructions=instructions,
             )
+            if not folded.summary.text.strip():
+                raise UsageError(f"the summarizer ({folded.summary.provider}) returned an empty summary")
+            new_estimate = self.estimate(folded.messages, system, tools)
+            after = self.decide(new_estimate)
+            if after.due or new_estimate >= decision.estimate:
+                summary_tokens = self.counter.tokenizer.count(folded.summary.text)
+                cause = (
+                    f"the summary is {summary_tokens:,} tokens against a budget of {budget:,}"
+                    if summary_tokens > budget * 1.1
+                    else "use a model with a larger window or fewer tools"
+                )
+                raise WindowTooSmallError(
+                    f"the request cannot fit: compacted, it is still predicted at {after.predicted:,} tokens "
+                    f"against a threshold of {self.policy.threshold:,} in a {self.policy.window:,}-token window "
+                    f"(before: {decision.predicted:,}); {cause}"
+                )
+        except BaseException:  # nothing was compacted: what the session taught stands
+            self.calibrator.history[:], self.calibrator.prior, self._forced = saved
+            raise
         self.state.set("summary", folded.summary.text)
+        self.state.set("continuation", folded.messages[1].text if len(folded.messages) > 1 else "")
         self.state.set("contents_at_compaction", len(events))
         self.state.set("summarized_at", decision.predicted)
         self.state.delete("real_tokens")
         self.state.set("calibration", {"name": self.calibrator.name, "points": []})
         self.state.set("last_heuristic", new_estimate)
         self.compactions += 1
-        return Prepared(folded.messages, decision, compacted=True, after=after, summary=folded.summary)
+        out = self._outgoing(events, folded.messages, len(folded.messages))
+        return Prepared(out, decision, compacted=True, after=after, summary=folded.summary)
 
-    def _nothing_to_fold(self, events: Sequence[Message]) -> bool:
+    def _nothing_to_fold(self, events: Sequence[Event]) -> bool:
         """True right after a compaction: no event has arrived since the summary was made."""
         return self.state.summary is not None and self.state.watermark >= len(events)
 
-    def after_response(self, prompt_tokens: int | None, *, final: bool = True) -> None:
-        """Record the provider's prompt-token count; streaming partials are ignored."""
-        if not final or prompt_tokens is None:
+    def _check_conversation(self, events: Sequence[Event]) -> None:
+        """The state belongs to the conversation whose first event it saw: a store shared by
+        two conversations would send one's summary with the other's events."""
+        if not events:
             return
-        self._learn(int(prompt_tokens))
+        first = self._message(events[0], 1)
+        mark = hashlib.sha256(f"{first.role}\0{first.text}\0{first.tool_calls!r}".encode()).hexdigest()[:16]
+        known = self.state.get("conversation")
+        if known is None:
+            self.state.set("conversation", mark)
+        elif known != mark:
+            raise ConfigError(
+                f"the guard's state (agent {self.state.agent!r}) belongs to another conversation: its first "
+                "event differs; use one store or agent name per conversation, or call reset()"
+            )
+        if self.state.summary is not None and self.state.watermark > len(events):
+            raise ConfigError(
+                f"the guard's state covers {self.state.watermark} events but only {len(events)} were given: "
+                "pass the whole append-only history, or call reset() to start over"
+            )
+
+    def reset(self) -> None:
+        """Forget this conversation: summary, watermark, counts, calibration points."""
+        for name in KEYS_TO_RESET:
+            self.state.delete(name)
+        self.calibrator.history.clear()
+        self._forced = False
+
+    def after_response(self, usage: Any, *, final: bool = True) -> None:
+        """Record the provider's prompt-token count (an int, or the SDK response's ``usage``);
+        streaming partials (``final=False``) are ignored."""
+        tokens = prompt_tokens_of(usage)
+        if not final or tokens is None or tokens <= 0:
+            return
+        self._learn(tokens)
 
     def on_error(self, message: str) -> bool:
-        """Learn from a "prompt is too long: N tokens > M maximum" refusal. True when it did:
-        the count is recorded, the window shrinks to the stated limit if smaller, and the next
-        ``before_request`` compacts whatever the prediction says."""
-        parsed = parse_overflow(message)
-        if parsed is None:
+        """Learn from a refusal as too long. True when it was one: a stated count ("prompt is too
+        long: N tokens > M maximum") is recorded, the window shrinks to a stated smaller limit
+        (kept in the state), and the next ``before_request`` compacts whatever the prediction
+        says; a refusal without numbers only forces the compaction."""
+        if not is_overflow(message):
             return False
-        tokens, limit = parsed
-        if limit < self.policy.window:
-            self.policy = make_policy(limit, max_tokens=None, buffer=self.buffer)
-        self._learn(tokens)
+        parsed = parse_overflow(message)
+        if parsed is not None:
+            tokens, limit = parsed
+            if limit < self.policy.window:
+                self.policy = make_policy(limit, max_tokens=None, buffer=self.buffer)
+                self.state.set("window_limit", limit)
+            self._learn(tokens)
         self._forced = True
         return True
 
@@ -221,3 +385,20 @@ class ContextGuard:
         if last:
             self.calibrator.observe(int(last), real)
             self.state.set("calibration", {"name": self.calibrator.name, "points": self.calibrator.history})
+
+
+KEYS_TO_RESET = (
+    "summary",
+    "continuation",
+    "contents_at_compaction",
+    "summarized_at",
+    "real_tokens",
+    "last_heuristic",
+    "calibration",
+    "conversation",
+    "window_limit",
+)
+
+
+def _texts(system: str | Sequence[str]) -> Sequence[str]:
+    return (system,) if isinstance(system, str) else system

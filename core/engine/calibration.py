@@ -105,6 +105,7 @@ def split_first(estimate: int, real: int, ratio: float) -> tuple[int, float | No
 
 class Calibrator(Protocol):
     name: str
+    prior: Prior
     history: list[tuple[int, int]]
 
     def predict(self, estimate: int) -> Prediction: ...
