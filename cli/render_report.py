@@ -85,17 +85,14 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
                 )
             )
         facts.append(("late", f"{s['late']} (real ≥ threshold while ctxfold said no)"))
-        facts.append(("early", f"{s['early']}   overflows (real > window): {s['overflows']}"))
+        facts.append(("early", f"{s['early']}   overflows (real > the model's window): {s['overflows']}"))
         facts.append(("sent", _sent(s)))
         if s["simulation"] is not None:
             sim = s["simulation"]
-            facts.append(
-                (
-                    "simulated",
-                    f"{sim['compactions']} compaction(s) needed at requests {sim['at_requests'] or '—'}",
-                )
-            )
-            if sim["compactions"]:
+            facts.append(("simulated", _simulated(sim)))
+            if sim["cannot_fit_at"] is not None:
+                facts.append(("", _cannot_fit(sim, pol.threshold)))
+            elif sim["compactions"]:
                 facts.append(("", _simulated_sent(sim, s["prompt_tokens_total"])))
         if render.out.is_terminal and rep.rows:
             cells = min(60, max(10, render.out.width - 15))
@@ -121,6 +118,23 @@ def _sent(s: dict[str, Any]) -> str:
     if s["cached_tokens_total"]:
         sent += f", {s['cached_tokens_total']:,} read from cache"
     return sent
+
+
+def _simulated(sim: dict[str, Any], shown: int = 12) -> str:
+    """How many compactions and where: the first few indices, then how many more."""
+    at = sim["at_requests"]
+    where = ", ".join(f"#{i}" for i in at[:shown]) + (
+        f" and {len(at) - shown} more" if len(at) > shown else ""
+    )
+    return f"{sim['compactions']} compaction(s) needed" + (f" at requests {where}" if at else "")
+
+
+def _cannot_fit(sim: dict[str, Any], threshold: int) -> str:
+    return (
+        f"stopped at request #{sim['cannot_fit_at']}: compacted, it is still predicted at "
+        f"{sim['cannot_fit_tokens']:,} tokens (system prompt, tools and summary) against the threshold "
+        f"of {threshold:,}; no compaction fits this session in the window"
+    )
 
 
 def _simulated_sent(sim: dict[str, Any], logged: int) -> str:
@@ -228,7 +242,10 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
     sim = t["simulation"]
     if sim is not None:
         facts.append(("simulated", f"{sim['compactions']} compaction(s) in all"))
-        if sim["compactions"]:
+        if sim["files_that_cannot_fit"]:
+            n = sim["files_that_cannot_fit"]
+            facts.append(("", f"{n} file(s) cannot fit even compacted: no total of tokens sent"))
+        elif sim["compactions"]:
             facts.append(("", _simulated_sent(sim, t["prompt_tokens_total"])))
     print_facts(facts)
 

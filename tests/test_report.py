@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from pathlib import Path
 
@@ -161,6 +162,43 @@ def test_tokens_sent_over_the_session(path: Path) -> None:
         n = small["compactions"]
         assert 0.9 * 48_000 * n <= small["summarizer_input_tokens"] <= 60_000 * n
         assert small["summarizer_output_tokens"] == 6_000 * small["compactions"]  # buffer 12,000 × 0.5
+
+
+@pytest.mark.parametrize("path", real_files("claude-code"), ids=lambda p: p.name)
+def test_simulated_compactions_leave_room(path: Path) -> None:
+    """A compacted request starts well under the threshold: the next firing needs real growth,
+    not the next request's few tokens (the removed part is converted at the segment's ratio)."""
+    rep = report_file(str(path), simulate=True, window=50_000)
+    assert rep.simulation is not None
+    rows = {r.index: r for r in rep.rows}
+    at = rep.simulation.compactions
+    pairs = [(i, j) for i, j in itertools.pairwise(at) if rows[i].segment == rows[j].segment]
+    assert all(rows[j].estimate - rows[i].estimate >= 1_000 for i, j in pairs), at
+
+
+def test_a_session_no_compaction_can_fit_says_so() -> None:
+    path = real("claude-code/posthog-impact-dashboard.jsonl")  # ~23k of hidden prompt
+    result = runner.invoke(
+        app, ["report", "--simulate-compaction", "--window", "10000", "--no-profile", str(path)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "no compaction fits this session in the window" in " ".join(result.stdout.split())
+    assert "against the log" not in result.stdout  # no savings claimed
+    doc = orjson.loads(
+        runner.invoke(
+            app, ["report", "--simulate-compaction", "--window", "10000", "--no-profile", "--json", str(path)]
+        ).stdout
+    )
+    sim = doc["files"][0]["summary"]["simulation"]
+    assert sim["cannot_fit_at"] == 0 and sim["compactions"] == 0 and sim["cannot_fit_tokens"] > 8_000
+    assert doc["totals"]["simulation"]["files_that_cannot_fit"] == 1
+
+
+def test_max_tokens_moves_the_rule_not_the_window() -> None:
+    path = real("claude-code/posthog-impact-dashboard.jsonl")  # largest real count 166.6k, 200k window
+    ruled = summary(report_file(str(path), max_tokens=150_000))
+    assert ruled["overflows"] == 0 and ruled["fires"] > 0
+    assert summary(report_file(str(path), window=150_000))["overflows"] > 0
 
 
 def test_default_calibrator_meets_the_targets_on_real_sessions() -> None:

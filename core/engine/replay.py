@@ -15,8 +15,10 @@ from ctxfold.core.config import Config
 from ctxfold.core.engine.budget import CONTINUATION_TOKENS
 from ctxfold.core.engine.calibration import (
     DEFAULT_CALIBRATOR,
+    MAX_RATIO,
+    MIN_RATIO,
+    SLOPE_MIN_SPAN,
     Calibrator,
-    GrowthCalibrator,
     Prior,
     make_calibrator,
 )
@@ -43,6 +45,7 @@ class Row:
     factor: float
     basis: str
     recorded_compaction: bool = False  # the recording tool compacted just before this request
+    model_window: int | None = None  # the model's own window, when --max-tokens set the rule's
 
     @property
     def margin(self) -> int:
@@ -62,7 +65,8 @@ class Row:
 
     @property
     def overflow(self) -> bool:
-        return self.real is not None and self.real > self.window
+        """Over the model's window: ``--max-tokens`` moves the rule, not what the provider accepts."""
+        return self.real is not None and self.real > (self.model_window or self.window)
 
 
 @dataclass
@@ -74,6 +78,8 @@ class Simulation:
     max_predicted: int = 0
     prompt_tokens: int = 0  # summed over the session's requests, as they would have been sent
     summarizer_input: int = 0  # the contexts handed to the summarizer (an upper bound)
+    cannot_fit_at: int | None = None  # the request whose compacted form is still over the threshold
+    cannot_fit_tokens: int = 0  # that compacted request's prediction (system, tools, summary)
 
 
 @dataclass
@@ -128,6 +134,7 @@ def replay(
                 factor=p.factor,
                 basis=p.basis,
                 recorded_compaction=q.index in marks,
+                model_window=est.model.window,
             )
         )
         if q.real is not None:
@@ -139,41 +146,47 @@ def replay(
 def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior) -> Simulation:
     """Continue after each firing with the context replaced by a summary of the budgeted size
     plus whatever follows the watermark. Real counts are shifted by what was removed, scaled
-    by the tokenizer ratio learned so far."""
+    by the segment's tokenizer ratio so far (first to latest real count: the removed part is
+    most of the segment, not its latest steps). A firing whose compacted request would still be
+    due ends the simulation: no policy fits such a session in the window."""
     sim = Simulation()
     cal: Calibrator = make_calibrator(calibration, prior, est.model.tokenizer)
-    ratio_cal = GrowthCalibrator(prior)  # the tokenizer ratio learned from the real counts so far
     summary = policy.summary_budget + CONTINUATION_TOKENS
     base: int | None = None  # body tokens (original space) folded at the last firing
     segment = -1
+    first: tuple[int, int] | None = None  # the segment's first (estimate, real)
+    ratio = prior.ratio
     for q in est.requests:
         if q.segment != segment:
-            segment, base = q.segment, None
+            segment, base, first, ratio = q.segment, None, None, prior.ratio
             cal.reset()
-            ratio_cal.reset()
         body = q.estimate - q.fixed
         removed = 0 if base is None else base - summary
         sim_est = q.estimate - removed
-        ratio = ratio_cal.ratio()[0]
         sim_real = None if q.real is None else max(0, int(q.real - ratio * removed))
         predicted = cal.predict(sim_est).tokens
         sim.max_predicted = max(sim.max_predicted, predicted)
         if policy.due(predicted):
+            cal.reset()
+            sim_est = q.fixed + summary
+            after = cal.predict(sim_est).tokens
+            if policy.due(after):
+                sim.cannot_fit_at, sim.cannot_fit_tokens = q.index, after
+                break
             sim.compactions.append(q.index)
             sim.summarizer_input += sim_real if sim_real is not None else predicted
             base = body  # everything up to here is folded into the summary
-            cal.reset()
-            sim_est = q.fixed + summary
-            sim_real = None  # the log's real count was for the uncompacted request
-            sim.prompt_tokens += cal.predict(sim_est).tokens
+            sim.prompt_tokens += after  # the log's real count was for the uncompacted request
         else:
             sim.prompt_tokens += sim_real if sim_real is not None else predicted
             if sim_real is not None:
-                if sim_real > policy.window:
+                if sim_real > est.model.window:
                     sim.overflows += 1
                 cal.observe(sim_est, sim_real)
         if q.real is not None:
-            ratio_cal.observe(q.estimate, q.real)
+            first = first or (q.estimate, q.real)
+            if q.estimate - first[0] >= SLOPE_MIN_SPAN:
+                ratio = min(MAX_RATIO, max(MIN_RATIO, (q.real - first[1]) / (q.estimate - first[0])))
     return sim
 
 

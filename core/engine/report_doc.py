@@ -66,6 +66,8 @@ def summary(report: Report) -> dict[str, Any]:
             "prompt_tokens_total": sim.prompt_tokens,
             "summarizer_input_tokens": sim.summarizer_input,
             "summarizer_output_tokens": len(sim.compactions) * report.policy.summary_budget,
+            "cannot_fit_at": sim.cannot_fit_at,
+            "cannot_fit_tokens": sim.cannot_fit_tokens if sim.cannot_fit_at is not None else None,
         },
     }
 
@@ -150,6 +152,7 @@ def totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]] | None = No
     if simulated:
         keys = ("compactions", "prompt_tokens_total", "summarizer_input_tokens", "summarizer_output_tokens")
         doc["simulation"] = {k: sum(x[k] for x in simulated) for k in keys}
+        doc["simulation"]["files_that_cannot_fit"] = sum(x["cannot_fit_at"] is not None for x in simulated)
     return doc
 
 
