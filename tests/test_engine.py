@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -183,6 +184,8 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
     )
     prof.learn("claude-code|claude-opus-4", "a", Observation(26_000, 1.3))
     prof.learn("claude-code|claude-opus-4", "b", Observation(30_000, 1.5))
+    # one or two sessions from elsewhere (a bundled fixture, say) do not displace the shipped prior
+    assert prof.prior("claude-code|claude-opus-4", "anthropic").overhead == BUILTIN["claude-code"][0]
     prof.learn("claude-code|claude-sonnet-4", "c", Observation(16_000, 1.2))
     # two opus sessions are too few on their own: every model of the source speaks
     p = prof.prior("claude-code|claude-opus-4", "anthropic")
@@ -241,7 +244,8 @@ def test_a_new_format_borrows_the_providers_ratio_not_its_overhead(tmp_path: Pat
     assert (p.overhead, p.ratio) == (0, 1.25) and "3 session(s) of other log formats" in p.source
     assert prof.prior("litellm|claude-sonnet-4", "anthropic", exclude="b").ratio == 1.3  # 2: too few
     assert prof.prior("native|gpt-4o", "openai") == Prior(0, 1.0, "openai default, no profile yet")
-    assert prof.prior("codex|gpt-5", "openai").overhead == 5_000  # a format of its own: unchanged
+    # a format of its own borrows nothing: its shipped prior until three of its sessions are learned
+    assert prof.prior("codex|gpt-5", "openai").overhead == BUILTIN["codex"][0]
 
 
 def test_a_format_of_any_model_keeps_providers_apart(tmp_path: Path) -> None:
@@ -343,8 +347,10 @@ def test_prediction_after_a_trailing_compaction_starts_from_the_summary(tmp_path
 
 
 def test_the_readme_agent_loop_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's agent-loop example, run as written against a stand-in model that first
-    refuses the request as too long, then answers: the guard learns, compacts and persists."""
+    """The README's agent-loop example, run as written against a stand-in Anthropic client that
+    first refuses the request as too long, then answers: the guard learns, compacts, sends the
+    caller's own dicts and persists."""
+    import sys
     from types import SimpleNamespace
 
     from conftest import ROOT
@@ -353,38 +359,38 @@ def test_the_readme_agent_loop_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     readme = (ROOT / "README.md").read_text()
     code = readme.split("### In an agent loop", 1)[1].split("```python", 1)[1].split("```", 1)[0]
 
-    class TooLong(Exception):
+    class BadRequestError(Exception):
         pass
 
     class Done(Exception):
         pass
 
-    sent: list[list[Message]] = []
+    sent: list[list[Any]] = []
 
-    def call_model(messages: list[Message]) -> SimpleNamespace:
+    def create(*, messages: list[Any], **_: Any) -> SimpleNamespace:
         sent.append(list(messages))
         if len(sent) == 1:
-            raise TooLong("prompt is too long: 250000 tokens > 200000 maximum")
+            raise BadRequestError("Error code: 400 - prompt is too long: 250000 tokens > 200000 maximum")
         if len(sent) == 4:
             raise Done
-        return SimpleNamespace(usage=SimpleNamespace(prompt_tokens=30_000 + 100 * len(sent)))
+        usage = SimpleNamespace(
+            input_tokens=50, cache_read_input_tokens=30_000, cache_creation_input_tokens=100
+        )
+        return SimpleNamespace(usage=usage, content=[{"type": "text", "text": "done"}])
 
-    # 120k o200k tokens of history: predicted under the 180k threshold (× 1.3 for Claude), but the
+    client = SimpleNamespace(messages=SimpleNamespace(create=create))
+    fake = SimpleNamespace(Anthropic=lambda: client, BadRequestError=BadRequestError)
+    monkeypatch.setitem(sys.modules, "anthropic", fake)
+    # 120k o200k tokens of task: predicted under the 180k threshold (× 1.3 for Claude), but the
     # provider counts 250k: the seeds' known limitation, a true ratio above the assumed one
-    history = [Message("user", (TextPart("lorem ipsum " * 60_000),)), Message("assistant", (TextPart("ok"),))]
-    namespace = {
-        "events": [*history, Message("user", (TextPart("go on"),))],
-        "system_prompt": ["You are a coding agent."],
-        "tools": [],
-        "call_model": call_model,
-        "TooLong": TooLong,
-        "new_events": lambda response: [Message("assistant", (TextPart("done"),))],
-    }
+    namespace = {"task": "lorem ipsum " * 60_000, "system_prompt": "You are a coding agent.", "tools": []}
     with pytest.raises(Done):
         exec(compile(code, "README.md", "exec"), namespace)
-    assert len(sent[1]) < len(sent[0])  # compacted after the refusal
-    assert SUMMARY_OPEN in sent[1][0].text
-    assert (tmp_path / "agent-state.json").exists()
+    assert len(str(sent[1])) < len(str(sent[0])) // 10  # compacted after the refusal
+    assert sent[1][0]["content"].startswith(SUMMARY_OPEN) and sent[2][:2] == sent[1]
+    assert sent[2][2] == {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
+    state = orjson.loads((tmp_path / "agent-state.json").read_bytes())
+    assert state["__context_guard_real_tokens_default"] == 30_150  # input + cache reads and writes
 
 
 def test_slope_is_not_moved_by_a_bump_of_unlogged_content() -> None:

@@ -208,8 +208,9 @@ class Profiles:
         the same provider (counts are in its tokens), when there is one; else of the sessions of
         ``key`` when it has at least ``MIN_SESSIONS`` of them, else of every model of the
         provider read from the same log format (a hidden prompt belongs to the harness more than to the model: one or
-        two sessions of a model say less than many of its harness), else the provider's ratio
-        learned from other formats (:meth:`_provider_prior`)."""
+        two sessions of a model say less than many of its harness); fewer than ``MIN_SESSIONS``
+        of those do not displace the format's shipped prior. Else the provider's ratio learned
+        from other formats (:meth:`_provider_prior`)."""
         fmt = key.split("|", 1)[0]
         same_format = [k for k in self.profiles if k.startswith(fmt + "|")]
 
@@ -234,7 +235,9 @@ class Profiles:
                     chosen = (scope, obs)
                     if len(obs) >= MIN_SESSIONS:
                         break
-        if chosen is None:
+        if chosen is None or (not here and len(chosen[1]) < MIN_SESSIONS and fmt in BUILTIN):
+            # one or two sessions from elsewhere (a test fixture, a stray log) say less than the
+            # shipped prior, the median of real sessions of the format
             return self._provider_prior(fmt, provider, exclude)
         scope, obs = chosen
         overhead = int(statistics.median(o["overhead"] for o in obs))
