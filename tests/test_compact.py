@@ -237,6 +237,18 @@ def test_strategies_on_the_sample(tmp_path: Path, strategy: str) -> None:
     assert validate(doc["outputs"]["compacted"]).ok
 
 
+def test_a_chain_goes_on_when_its_first_pass_saves_too_little(tmp_path: Path) -> None:
+    """Just over the threshold, masking a few old results brings the request under it but by
+    less than a pass must make: the summary runs instead of the whole pass being refused."""
+    src = copy(tmp_path, real("litellm/openhands-sdk-sonnet4-requests.jsonl"))
+    before = orjson.loads(run(str(src), "--dry-run", "--force", "--no-profile", "--json")[1])["tokens_before"]
+    args = ("--window", str(int(before / 0.8 * 0.95)), "--no-profile", "--json")  # 5 % over the threshold
+    code, out, err = run(str(src), *args, "--strategy", "mask-observations+summary")
+    assert code == 0, err
+    doc = orjson.loads(out)
+    assert doc["tokens_after"] <= 0.9 * doc["tokens_before"] and doc["summarizer"] is not None
+
+
 def test_unknown_strategy_and_provider_are_usage_errors(tmp_path: Path) -> None:
     src = copy(tmp_path)
     assert run(str(src), "--strategy", "sumary")[0] == 2

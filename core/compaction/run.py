@@ -27,7 +27,7 @@ from ctxfold.core.engine.profile import Profiles
 from ctxfold.core.errors import CtxfoldError, UsageError
 from ctxfold.core.formats.loader import materialize, open_transcript
 from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.core.strategies.base import StrategyInput, get_strategy
+from ctxfold.core.strategies.base import MIN_SHRINK, StrategyInput, get_strategy
 from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, summary_message
 from ctxfold.core.tokens.counting import Counter
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_entries
@@ -43,8 +43,6 @@ from ctxfold.core.transcript.model import (
     Transcript,
 )
 from ctxfold.core.transcript.repair import repair_pairs
-
-MIN_SHRINK = 0.10
 
 
 class ChangedPrefixError(CtxfoldError):
