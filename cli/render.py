@@ -223,6 +223,8 @@ def compact(r: CompactResult) -> None:
     d = compact_doc(r)
     for w in d["warnings"]:
         warn(w)
+    for s in d["skipped_lines"]:
+        warn(f"skipped {s}")
     head = Text.assemble((r.path, "bold"), f"  ({r.format}{', incremental' if r.incremental else ''})")
     out.print(head)
     pred = f"{r.tokens_before:,} predicted tokens (counted {r.estimate_before:,}); threshold {r.policy.threshold:,}"

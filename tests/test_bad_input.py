@@ -88,6 +88,16 @@ def test_skip_invalid_reports_and_goes_on(tmp_path: Path, case: str) -> None:
     result = runner.invoke(app, ["estimate", "--skip-invalid", str(path)])
     assert result.exit_code == 0, result.stderr
     assert f"skipped {path}:{line}" in result.stderr
+    for command in ("report", "compact"):  # compact: not due, or too small; either way it says so
+        args = [command, "--skip-invalid", str(path)] + (
+            ["--dry-run", "--force"] if command == "compact" else []
+        )
+        result = runner.invoke(app, args)
+        assert f"skipped {path}:{line}" in result.stderr, (command, result.stderr)
+        result = runner.invoke(app, [*args, "--json"])
+        if result.exit_code == 0:
+            doc = orjson.loads(result.stdout)
+            assert (doc if command == "compact" else doc["files"][0])["skipped_lines"], command
 
 
 def test_empty_file(tmp_path: Path) -> None:

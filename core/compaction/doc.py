@@ -41,4 +41,5 @@ def compact_doc(r: CompactResult) -> dict[str, Any]:
         "summarizer": None if s is None else {"provider": s.provider, "model": s.model, "usage": s.usage},
         "notes": r.notes,
         "warnings": [*r.warnings, *(s.warnings if s else [])],
+        "skipped_lines": r.skipped,
     }

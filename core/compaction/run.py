@@ -75,6 +75,7 @@ class CompactResult:
     incremental: bool = False
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # bad lines passed over (--skip-invalid)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ def compact_file(
         strategy=strategy.name,
         incremental=incremental,
         warnings=list(est.model.warnings),
+        skipped=[str(e) for e in opened.skipped],
     )
     if incremental and len(messages) == 1:
         result.status = "up-to-date"  # nothing arrived since the summary: a second run is a no-op
