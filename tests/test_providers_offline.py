@@ -246,6 +246,8 @@ def test_real_task_tools_todo_list() -> None:
     [  # newest user text and last edited path: jq over the raw lines (message role user / toolCall edit)
         ("pi/large-session.jsonl", "yeah, do it all", "packages/coding-agent/test/test-theme-colors.ts"),
         ("codex/raze.jsonl", "Review this implementation plan for adding multimodal support", None),
+        # the task of the last instance, not the tool error the agent caused just before the end
+        ("openhands/multi-swe-bench-output.jsonl", "I've uploaded a C code repository", None),
     ],
 )
 def test_digest_of_real_other_sessions(rel: str, newest: str, file: str | None) -> None:

@@ -79,7 +79,12 @@ def request_text(m: Message) -> str | None:
     """The text a person typed, or None for tool results, harness notes and ctxfold's own messages."""
     if m.role != "user" or m.branch is not None or m.tool_results:
         return None
-    if any(m.extra.get(k) for k in ("ctxfold", "isMeta", "isCompactSummary", "origin", "attachment")):
+    # ctxfold's own, Claude Code's meta lines and attachments, an OpenHands observation no tool
+    # call asked for (an error the agent caused, recalled context): none was typed by a person
+    if any(
+        m.extra.get(k)
+        for k in ("ctxfold", "isMeta", "isCompactSummary", "origin", "attachment", "observation")
+    ):
         return None
     inner = m.extra.get("message")
     if isinstance(inner, dict) and inner.get("role") in HARNESS_ROLES:
