@@ -51,7 +51,9 @@ def test_the_continuation_quotes_what_a_person_asked(tmp_path: Path, path: Path)
         users = [e.text for e in load(src).entries if getattr(e, "role", None) == "user"]
         assert len(request) <= 2_000  # a pointer: the summary holds the request in full
         assert any(request.removesuffix("…") in u for u in users)  # a user line's text, verbatim
-        assert not request.startswith(("<", "["))  # not a tagged harness note, not ctxfold's
+        assert not request.startswith(
+            ("<system-reminder>", "<command-", "<local-command", "[System:")
+        )  # not a harness note, not ctxfold's
 
 
 def continuation(entries: Sequence[Entry]) -> str:

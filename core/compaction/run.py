@@ -214,6 +214,11 @@ def compact_file(
         result.status = "dry-run"
         return result
     final, repairs = repair_pairs(out.messages)
+    if final == list(messages):  # a count that disagrees with the content must not pass for a shrink
+        raise NoShrinkError(
+            f"{path}: refused: the {strategy.name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
+            "try --strategy summary (nothing written)"
+        )
     after_est = estimate_of(final)
     after = predict(final)
     if policy.due(after):
