@@ -133,6 +133,10 @@ def test_window_precedence_and_unknown_warning() -> None:
     unknown = resolve("my-local-model")
     assert unknown.window == 128_000 and unknown.window_source == "default"
     assert "unknown model 'my-local-model'" in unknown.warnings[0]
+    assert "(did you mean 'gpt-5'?)" in resolve("gtp-5").warnings[0]  # one typo from a family
+    typo = resolve("claude-sonet-4-5")  # a typo that still matches the generic Claude family
+    assert "did you mean 'claude-sonnet-4'" in typo.warnings[0] and "generic Claude model" in typo.warnings[0]
+    assert not resolve("claude-opus-4-7").warnings and not resolve("claude").warnings
 
 
 def test_counting_splits_by_category() -> None:

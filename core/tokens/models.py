@@ -11,6 +11,7 @@ carries a warning that says what was assumed.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,11 +137,15 @@ def resolve(
         win, source = DEFAULT_WINDOW, "default"
     warnings: list[str] = []
     if info is None and not conf:
-        what = f"unknown model {name!r}" if name else "no model named in the transcript"
+        what = f"unknown model {name!r}{_close(name)}" if name else "no model named in the transcript"
         assumed = f"the {tokenizer or DEFAULT_TOKENIZER} tokenizer and generic framing"
         if source == "default":
             assumed += f", and a {DEFAULT_WINDOW:,}-token window (pass --window to set it)"
         warnings.append(f"{what}: assuming {assumed}")
+    elif info is not None and not conf and name and info.family == "claude" and normalize(name) != "claude":
+        warnings.append(
+            f"model {name!r} is not in the registry{_close(name)}: read as a generic Claude model"
+        )
     tok = tokenizer or conf.get("tokenizer") or (info.tokenizer if info else DEFAULT_TOKENIZER)
     return ResolvedModel(
         name=name,
@@ -151,6 +156,12 @@ def resolve(
         max_output=int(conf.get("max_output") or (info.max_output if info else 8_192)),
         warnings=tuple(warnings),
     )
+
+
+def _close(name: str | None) -> str:
+    """ " (did you mean 'claude-sonnet-4'?)" for a name one typo away from a known family."""
+    close = difflib.get_close_matches(normalize(name or ""), list(_BY_FAMILY), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _config_for(name: str | None, models: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
