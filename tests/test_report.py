@@ -272,3 +272,12 @@ def test_max_tokens_is_the_window_source() -> None:
     assert "5,000 (--max-tokens)" in text and "5,000 tokens, from --max-tokens" in text
     plain = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
     assert plain["window_source"] != "--max-tokens"
+
+
+def test_a_refused_request_is_not_counted_as_sent() -> None:
+    """The fixture's last request was refused at 1,382,113 tokens: not processed, not billed."""
+    rep = report_file(str(FIXTURES / "openai-chat" / "session.jsonl"))
+    refused = [r for r in rep.rows if r.real_source == "error"]
+    assert refused and refused[0].real == 1_382_113
+    used = sum(r.real or 0 for r in rep.rows if r.real_source == "usage")
+    assert summary(rep)["prompt_tokens_total"] == used

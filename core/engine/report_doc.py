@@ -54,7 +54,10 @@ def summary(report: Report) -> dict[str, Any]:
         "p90_error_pct": None if not errors else round((_pct(errors, 0.9) or 0) * 100, 2),
         "recorded_compactions": recorded,
         # what the session sent in all: the real count where recorded, else the prediction
-        "prompt_tokens_total": sum(r.real if r.real is not None else r.calibrated for r in rows),
+        # a request the provider refused as too long was not processed (nor billed): not "sent"
+        "prompt_tokens_total": sum(
+            r.real if r.real is not None else r.calibrated for r in rows if r.real_source != "error"
+        ),
         "prompt_tokens_predicted": sum(r.calibrated for r in rows if r.real is None),
         "cached_tokens_total": sum(q.cache_read for q in report.estimate.requests),
         "simulation": None
