@@ -281,3 +281,8 @@ def test_a_refused_request_is_not_counted_as_sent() -> None:
     assert refused and refused[0].real == 1_382_113
     used = sum(r.real or 0 for r in rep.rows if r.real_source == "usage")
     assert summary(rep)["prompt_tokens_total"] == used
+
+
+def test_the_prior_shown_is_the_one_the_calibrator_used() -> None:
+    seed = report_file(str(SAMPLE), calibration="seed")
+    assert seed.prior.source == "seed default" and seed.rows[0].factor == seed.prior.ratio

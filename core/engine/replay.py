@@ -110,6 +110,7 @@ def replay(
 ) -> Report:
     policy = make_policy(est.model.window, max_tokens=max_tokens, buffer=buffer)
     cal = make_calibrator(calibration, prior, est.model.tokenizer)
+    used = cal.prior  # what the calibrator starts from (the seed rule has its own default factor)
     marks = {c.before_request for c in est.replay.compactions}
     rows: list[Row] = []
     segment = -1
@@ -140,7 +141,7 @@ def replay(
         if q.real is not None:
             cal.observe(q.estimate, q.real)
     sim = _simulate(est, policy, calibration, prior) if simulate else None
-    return Report(est, policy, calibration, prior, rows, sim)
+    return Report(est, policy, calibration, used, rows, sim)
 
 
 def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior) -> Simulation:
