@@ -159,9 +159,12 @@ class GrowthCalibrator(_Base):
     """Last real count + tokenized growth × the session's tokenizer ratio.
 
     After a compaction the points are dropped (no stale factor survives), but what they taught
-    is kept as the next segment's prior: the ratio, and the hidden overhead of the segment's
-    first request (``real − ratio × estimate``): the system prompt and tools the log does not
-    show, before anything else hidden (such as encrypted reasoning) had piled up.
+    is kept as the next segment's prior: the line through the segment's first and latest real
+    counts, i.e. the ratio over the whole segment and the hidden overhead of its first request
+    (``real − ratio × estimate``): the system prompt and tools the log does not show, before
+    anything else hidden (such as encrypted reasoning) had piled up. (The ratio of the latest
+    steps alone, paired with the first point, read 8.3k of "hidden" prompt off a pi segment
+    whose system prompt is 2.5k.)
     """
 
     name: str = "growth"
@@ -196,7 +199,9 @@ class GrowthCalibrator(_Base):
     def reset(self) -> None:
         if self.history:
             ratio, _ = self.ratio()
-            e0, r0 = self.history[0]
+            (e0, r0), (e1, r1) = self.history[0], self.history[-1]
+            if e1 - e0 >= SLOPE_MIN_SPAN:  # the line through the segment's first and latest counts
+                ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
             hidden, first = split_first(e0, r0, ratio)
             self.prior = Prior(max(0, hidden), ratio, "learned before the last compaction", first)
         self.history.clear()
