@@ -411,3 +411,17 @@ def test_slope_is_not_moved_by_a_bump_of_unlogged_content() -> None:
     for e, r in points:
         calibrator.observe(e, r)
     assert calibrator.predict(points[-1][0] + 1_000).tokens == points[-1][1] + 1_200
+
+
+def test_after_a_compaction_the_prior_runs_through_the_first_and_latest_counts() -> None:
+    """A segment whose latest steps grew at 1.0 but whose whole span grew at 1.25: the prior
+    carried over must reproduce both real counts, not read the difference as hidden prompt."""
+    cal = GrowthCalibrator(Prior(2_000, 1.25))
+    points = [(20_000, 27_000)] + [(20_000 + 4_000 * i, 27_000 + 5_000 * i) for i in range(1, 20)]
+    points += [(points[-1][0] + 1_000 * i, points[-1][1] + 1_000 * i) for i in range(1, 40)]
+    for e, r in points:
+        cal.observe(e, r)
+    cal.reset()
+    (e0, r0), (e1, r1) = points[0], points[-1]
+    assert cal.prior.overhead + cal.prior.ratio * e0 == pytest.approx(r0, abs=1)
+    assert cal.prior.overhead + cal.prior.ratio * e1 == pytest.approx(r1, abs=1)
