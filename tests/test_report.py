@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import shutil
 import statistics
 from pathlib import Path
 
@@ -286,3 +287,16 @@ def test_a_refused_request_is_not_counted_as_sent() -> None:
 def test_the_prior_shown_is_the_one_the_calibrator_used() -> None:
     seed = report_file(str(SAMPLE), calibration="seed")
     assert seed.prior.source == "seed default" and seed.rows[0].factor == seed.prior.ratio
+
+
+def test_a_copy_of_a_log_without_session_id_is_the_same_session(tmp_path: Path) -> None:
+    """Request logs record no session id: a copy under another path must not teach the profile
+    its own first request (leave-one-out would predict it from itself)."""
+    source = FIXTURES / "real" / "litellm-sonnet4-requests.jsonl"
+    first, copy_ = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    shutil.copy(source, first)
+    shutil.copy(source, copy_)
+    runs = [orjson.loads(runner.invoke(app, ["report", "--json", str(p)]).stdout) for p in (first, copy_)]
+    assert [r["files"][0]["requests"][0]["calibrated"] for r in runs] == [
+        runs[0]["files"][0]["requests"][0]["calibrated"]
+    ] * 2

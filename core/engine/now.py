@@ -29,7 +29,13 @@ def _key(est: FileEstimate) -> str:
 
 
 def _session(est: FileEstimate) -> str:
-    return session_key(est.path, est.replay.session_id, est.replay.agent)
+    """The session's id; a log that records none (a request log) is known by its first real
+    counts, so a copy of it under another path is still the same session."""
+    session_id = est.replay.session_id
+    if not session_id:
+        counts = [f"{q.estimate}/{q.real}" for q in est.requests if q.real is not None][:3]
+        session_id = f"counts:{','.join(counts)}" if counts else None
+    return session_key(est.path, session_id, est.replay.agent)
 
 
 def _project(est: FileEstimate) -> str | None:
