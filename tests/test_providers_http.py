@@ -188,6 +188,18 @@ def test_500_strict_raises(httpserver: HTTPServer, path: str) -> None:
 
 
 @ALL
+def test_a_server_that_is_not_there_is_named(path: str) -> None:
+    """Nothing listens on port 9 of 127.0.0.1: the error says where it tried to connect."""
+    name_spec, _, base, _, key = PATHS[path]
+    chain = make_summarizer(
+        name_spec, base_url=f"http://127.0.0.1:9{base}", api_key=key, max_retries=0, strict=True
+    )
+    with pytest.raises(ProviderError, match=r"cannot connect to http://127\.0\.0\.1:9/") as info:
+        chain(_request())
+    assert KEY not in str(info.value)
+
+
+@ALL
 def test_timeout_falls_back(httpserver: HTTPServer, path: str) -> None:
     def slow(_: Request) -> Response:
         time.sleep(0.5)

@@ -36,6 +36,10 @@ class _Line:
     block: bool = False  # a multi-line text shown indented under its group
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _indent(text: str) -> str:
     return "\n".join(f"  {ln}" if ln.strip() else "" for ln in text.splitlines())
 
@@ -112,8 +116,8 @@ def _lines(request: SummaryRequest, facts: Facts) -> list[_Line]:
         _Line(
             STATE,
             "",
-            f"Folded {facts.messages} messages ({len(facts.requests)} user requests, "
-            f"{facts.tool_calls} tool calls, {len(facts.errors)} distinct errors){omitted}.",
+            f"Folded {_n(facts.messages, 'message')} ({_n(len(facts.requests), 'user request')}, "
+            f"{_n(facts.tool_calls, 'tool call')}, {_n(len(facts.errors), 'distinct error')}){omitted}.",
             PROTECTED,
         )
     )

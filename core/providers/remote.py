@@ -133,8 +133,17 @@ def describe(err: BaseException, timeout: float) -> str:
     if status is not None:
         return f"HTTP {status} ({name}): {message}"
     if "Connection" in name:
-        return f"cannot connect ({name}): {message}"
+        return f"cannot connect{_to(err)} ({name}): {message}"
     return f"{name}: {message}" if message else name
+
+
+def _to(err: BaseException) -> str:
+    """The URL the error says it could not reach (" to http://host:port/path"), when it holds one."""
+    try:
+        url = err.request.url  # type: ignore[attr-defined]
+    except Exception:  # no request (httpx raises RuntimeError when none was set)
+        return ""
+    return f" to {url.copy_with(query=None)}" if hasattr(url, "copy_with") else f" to {url}"
 
 
 def usage_of(obj: Any, input_field: str, output_field: str) -> dict[str, int]:
