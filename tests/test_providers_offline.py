@@ -248,6 +248,8 @@ def test_real_task_tools_todo_list() -> None:
         ("codex/raze.jsonl", "Review this implementation plan for adding multimodal support", None),
         # the task of the last instance, not the tool error the agent caused just before the end
         ("openhands/multi-swe-bench-output.jsonl", "I've uploaded a C code repository", None),
+        # Codex code mode: the plan comes from tools.update_plan inside the exec tool's script
+        ("codex/edgerunner.jsonl", "help me apply for the agentic engineering grant", None),
     ],
 )
 def test_digest_of_real_other_sessions(rel: str, newest: str, file: str | None) -> None:
@@ -301,3 +303,31 @@ def test_results_pair_with_their_own_call_in_odd_orders() -> None:
         ]
     )
     assert [status for _, _, status in reused.commands] == ["no result"]
+
+
+def test_a_code_mode_script_is_read_through_to_the_tools_it_calls() -> None:
+    """Codex's code mode: one ``exec`` tool whose JavaScript calls ``tools.update_plan({...})``
+    and ``tools.exec_command({...})``; the plan is the todo list, the commands are commands
+    (with the script's exit status), a patch held in a variable still names its file."""
+    plan = {"plan": [{"step": "Scaffold", "status": "completed"}, {"step": "Ship", "status": "in_progress"}]}
+    script = (
+        f"const r = await tools.update_plan({json.dumps(plan)});\n"
+        'const o = await tools.exec_command({"cmd": "cargo test --workspace"});\n'
+        'const patch = "*** Begin Patch\\n*** Update File: src/lib.rs\\n@@\\n-a\\n+b\\n*** End Patch";\n'
+        "await tools.apply_patch(patch);"
+    )
+    messages = [
+        Message("user", (TextPart("Build it"),)),
+        _call("x1", "exec", script),
+        _res("x1", "Process exited with code 0"),
+    ]
+    text = _digest(messages)
+    assert text.rstrip().endswith("- [completed] Scaffold\n- [in_progress] Ship")
+    assert "`cargo test --workspace` → exit 0" in text and "const r" not in text
+    assert "`src/lib.rs` (edited)" in text
+
+
+def test_a_real_code_mode_session_keeps_its_plan() -> None:
+    text = _digest(list(load(real("codex/edgerunner.jsonl")).messages), budget=4000)
+    todo = text.split("## Todo List\n", 1)[1]
+    assert todo.startswith("- [completed] Scaffold Rust workspace") and "const " not in text

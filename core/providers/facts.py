@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxfold.core.providers.calls import inner_calls
 from ctxfold.core.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
@@ -206,7 +207,7 @@ class Facts:
 def gather(messages: Sequence[Message]) -> Facts:
     facts = Facts()
     names: dict[str, str] = {}
-    pending: dict[str, int] = {}  # call id → its command in facts.commands, until its result comes
+    pending: dict[str, list[int]] = {}  # call id → its commands in facts.commands, until its result
     early: dict[str, ToolResultPart] = {}  # results written before their call (Claude Code can)
     for i, m in enumerate(messages):
         if m.branch is not None:
@@ -217,27 +218,30 @@ def gather(messages: Sequence[Message]) -> Facts:
             facts.requests.append((i, req))
         if m.role == "assistant" and m.text.strip():
             facts.last_assistant = (i, m.text.strip())
-        for call in m.tool_calls:
+        for outer in m.tool_calls:
             facts.tool_calls += 1
-            names[call.id] = call.name
-            args = _args(call)  # parsed once for both readings
-            for path, action in file_actions(call, args):
-                _, actions = facts.files.pop(path, (i, []))
-                facts.files[path] = (i, actions if action in actions else [*actions, action])
-            pending.pop(call.id, None)  # a reused id: an unanswered older call keeps "no result"
-            cmd = shell_command(call, args)
-            if cmd:
-                facts.commands.append((i, cmd, exit_status(early.pop(call.id, None))))
-                pending[call.id] = len(facts.commands) - 1
+            names[outer.id] = outer.name
+            pending.pop(outer.id, None)  # a reused id: an unanswered older call keeps "no result"
+            before = early.pop(outer.id, None)
+            for call in inner_calls(outer):  # a code tool's script: the tools it calls
+                args = _args(call)  # parsed once for both readings
+                for path, action in file_actions(call, args):
+                    _, actions = facts.files.pop(path, (i, []))
+                    facts.files[path] = (i, actions if action in actions else [*actions, action])
+                cmd = shell_command(call, args)
+                if cmd:
+                    facts.commands.append((i, cmd, exit_status(before)))
+                    pending.setdefault(outer.id, []).append(len(facts.commands) - 1)
         for res in m.tool_results:
             tool = res.name or names.get(res.call_id, "tool")
             # a result answers the latest call with its id (some servers number ids from 0 each turn)
-            k = pending.pop(res.call_id, None)
+            ks = pending.pop(res.call_id, None)
             status = None
-            if k is not None:
+            if ks is not None:
                 status = exit_status(res)
-                j, cmd, _ = facts.commands[k]
-                facts.commands[k] = (j, cmd, status)
+                for k in ks:
+                    j, cmd, _ = facts.commands[k]
+                    facts.commands[k] = (j, cmd, status)
             elif res.call_id not in names:
                 early[res.call_id] = res
             if failed(res, tool, status):

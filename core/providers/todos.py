@@ -5,7 +5,7 @@ without its checklist (the seeds' "todo preservation"). Recognised, newest wins:
 
 - Claude Code ``TodoWrite`` ``{todos: [{content, status, activeForm}]}`` (the whole list);
 - Claude Code ``TaskCreate`` / ``TaskUpdate`` (one task at a time, ids from "Task #N created");
-- Codex ``update_plan`` ``{plan: [{step, status}]}``;
+- Codex ``update_plan`` ``{plan: [{step, status}]}``, also called from a code-mode script;
 - a generic ``todo_write`` / ``todos`` tool taking ``{todos: [...]}`` or a bare list;
 - Claude Code's ``todo_reminder`` / ``task_reminder`` attachments: the harness's own copy of
   the list, which survives a compaction that summarized the tool calls away (an empty one is
@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxfold.core.providers.calls import inner_calls
 from ctxfold.core.transcript.model import Message, ToolResultPart
 
 _CONTENT_KEYS = ("content", "step", "text", "title", "subject", "task", "description", "name")
@@ -135,7 +136,7 @@ def extract_todos(messages: Sequence[Message]) -> list[Todo] | None:
         if reminded:  # an empty reminder only says nothing is open: finished items stay in view
             tasks.items = reminded
             latest = list(reminded.values())
-        for call in m.tool_calls:
+        for call in (inner for outer in m.tool_calls for inner in inner_calls(outer)):
             result = results.get(call.id)
             if result is not None and result.is_error:
                 continue  # the tool refused it: the list did not change
