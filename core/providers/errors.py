@@ -28,8 +28,8 @@ class MissingKeyError(ProviderError):
         self.provider = provider
         self.env_var = env_var
         super().__init__(
-            f"{provider}: no API key: set {env_var} or pass --api-key "
-            "(or use --provider offline for a summary made without a model)"
+            f"{provider}: no API key: set {env_var} or pass --api-key (api_key= from Python), "
+            "or use --provider offline for a summary made without a model"
         )
 
 
