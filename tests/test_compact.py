@@ -380,3 +380,17 @@ def test_a_dry_run_of_a_pass_without_summary_shows_what_the_real_run_does(tmp_pa
     other.write_bytes(src.read_bytes())
     code, _, err = run(str(other), "--strategy", "mask-observations", "--window", "20000", "--dry-run")
     assert code == 1 and "still over the threshold" in err
+
+
+def test_a_sliding_window_that_falls_back_says_so(tmp_path: Path) -> None:
+    """posthog's hidden prompt leaves no room for a tail under a 45k window: the pass becomes a
+    summary of everything, and the notes say so."""
+    src = copy(tmp_path, real("claude-code/posthog-impact-dashboard.jsonl"))
+    code, out, err = run(
+        str(src), "--window", "45029", "-s", "sliding-window", "--force", "--no-profile", "--json"
+    )
+    assert code == 0, err
+    notes = orjson.loads(out)["notes"]
+    assert notes[-1].startswith("fell back to a summary of everything") or any(
+        "fell back" in n for n in notes
+    )

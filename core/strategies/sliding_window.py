@@ -69,6 +69,8 @@ class SlidingWindowStrategy:
                 )
             notes.append(f"pass {attempt}: a {n - cut}-message tail is still over the threshold")
             tail = max(1, tail // 2)
+        else:
+            notes.append("fell back to a summary of everything: no tail fits under the threshold")
         out = SummaryStrategy().apply(replace_messages(inp, messages))
         return StrategyOutput(
             out.messages, out.folded, out.summary, passes=MAX_PASSES + 1, notes=(*notes, *out.notes)
