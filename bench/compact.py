@@ -87,7 +87,6 @@ if args["what"] == "compact":
     r = compact_file(
         args["path"], summarizer,
         summarizer_window=summarizer.window,
-        provider_label="offline",
         options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir),
     )
     out["seconds"] = time.perf_counter() - t
@@ -442,7 +441,6 @@ def retention_one(path: Path, out_dir: Path) -> Retention:
             str(path),
             summarizer,
             summarizer_window=summarizer.window,
-            provider_label="offline",
             options=CompactOptions(strategy="summary", force=True, out_dir=str(out_dir)),
         )
         status = result.status

@@ -124,7 +124,6 @@ def compact(
             file,
             summarizer,
             summarizer_window=summarizer.window,
-            provider_label=conf["provider"],
             options=CompactOptions(
                 strategy=conf["strategy"],
                 instructions=instructions,

@@ -74,7 +74,9 @@ def render_summary(state: State, compacted: Path, fmt: str) -> bytes:
         "",
         f"- format: {state.source_format} (compacted transcript written as {fmt}: `{compacted.name}`)",
         f"- session: {state.session_id or '—'}",
-        f"- strategy: {state.strategy}; summarizer: {state.provider}{' / ' + state.model if state.model else ''}",
+        f"- strategy: {state.strategy}; summarizer: {state.provider}{' / ' + state.model if state.model else ''}"
+        if state.summary.strip()
+        else f"- strategy: {state.strategy}; no summarizer was called",
         f"- request size: {last.tokens_before:,} → {last.tokens_after:,} predicted tokens",
         f"- covers the first {state.watermark:,} entries of the source (pass {len(state.passes)})",
         "",

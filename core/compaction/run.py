@@ -101,7 +101,6 @@ def compact_file(
     summarizer: Summarizer,
     *,
     summarizer_window: int | None,
-    provider_label: str,
     options: CompactOptions | None = None,
     config: Config | None = None,
     profiles: Profiles | None = None,
@@ -240,9 +239,7 @@ def compact_file(
     summary_text = out.summary.text if out.summary else (state.summary if state else "")
     if digest is None:
         digest = ("", 0) if path == "-" else file_hashes(path)[1:]  # stdin: nothing to compare later
-    new_state = _new_state(
-        transcript, state, result, summary_text, est, cal.prior, digest, provider_label, strategy.name
-    )
+    new_state = _new_state(transcript, state, result, summary_text, est, cal.prior, digest, strategy.name)
     # the model the estimate settled on (the session's current one) when the log named it
     model = est.model.name if est.model_source == "log" else ctx.model
     compacted = _compacted_transcript(transcript, ctx, final, result, out.summary is not None, model)
@@ -302,7 +299,6 @@ def _new_state(
     est: FileEstimate,
     prior: Prior,
     digest: tuple[str, int],
-    provider: str,
     strategy: str,
 ) -> State:
     last_real = next((q for q in reversed(est.requests) if q.real is not None), None)
@@ -331,7 +327,8 @@ def _new_state(
             **({"first_ratio": prior.first_ratio} if prior.first_ratio is not None else {}),
         },
         strategy=strategy,
-        provider=r.summary.provider if r.summary else provider,
+        # who wrote the summary held: this pass's summarizer, else an earlier pass's, else nobody
+        provider=r.summary.provider if r.summary else old.provider if old and summary else "none",
         model=model,
         summarizer_usage=usage,
         created_at=old.created_at if old else now(),
