@@ -394,3 +394,14 @@ def test_a_sliding_window_that_falls_back_says_so(tmp_path: Path) -> None:
     assert notes[-1].startswith("fell back to a summary of everything") or any(
         "fell back" in n for n in notes
     )
+
+
+def test_a_mask_alone_names_no_summarizer(tmp_path: Path) -> None:
+    src = copy(tmp_path, real("codex/raze.jsonl"))
+    before = orjson.loads(run(str(src), "--dry-run", "--force", "--no-profile", "--json")[1])["tokens_before"]
+    args = ("--window", str(int(before / 0.8 * 0.6)), "-s", "mask-observations", "--no-profile", "--json")
+    code, _, err = run(str(src), *args)
+    assert code == 0, err
+    _, summary_md, state = outputs(src)
+    assert orjson.loads(state.read_bytes())["provider"] == "none"
+    assert "no summarizer was called" in summary_md.read_text()
