@@ -67,7 +67,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         facts.append(
             (
                 "first fire",
-                "never: every request stayed under the threshold"
+                "never: no prediction reached the threshold"
                 if fire is None
                 else f"request #{fire['request']}: predicted {fire['calibrated']:,}, real {num(fire['real'])}",
             )
@@ -112,7 +112,8 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
 
 
 def _sent(s: dict[str, Any]) -> str:
-    sent = f"{s['prompt_tokens_total']:,} prompt tokens over {s['requests']:,} requests"
+    n = s["requests"]
+    sent = f"{s['prompt_tokens_total']:,} prompt tokens over {n:,} request{'' if n == 1 else 's'}"
     if s["prompt_tokens_predicted"]:
         sent += f" ({s['prompt_tokens_predicted']:,} of them predicted, not recorded)"
     if s["cached_tokens_total"]:
@@ -137,12 +138,17 @@ def _cannot_fit(sim: dict[str, Any], threshold: int) -> str:
     )
 
 
+def _change(change: float) -> str:
+    """+12% / -3%, with one decimal under 1 % rather than a "-0%"."""
+    return f"{change:+.1%}" if abs(change) < 0.01 else f"{change:+.0%}"
+
+
 def _simulated_sent(sim: dict[str, Any], logged: int) -> str:
     calls = sim["summarizer_input_tokens"] + sim["summarizer_output_tokens"]
     change = (sim["prompt_tokens_total"] + calls) / logged - 1 if logged else 0.0
     return (
         f"{sim['prompt_tokens_total']:,} prompt tokens + {calls:,} for the summarizer "
-        f"({change:+.0%} tokens against the log)"
+        f"({_change(change)} tokens against the log)"
     )
 
 
@@ -233,8 +239,8 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
     render.out.print(Text("1 file" if t["files"] == 1 else f"all {t['files']} files", style="bold"))
     facts = [
         ("requests", f"{t['requests']:,} ({t['requests_with_real']:,} with real counts)"),
-        ("fires in", f"{t['files_that_fire']} file(s)   overflows in: {t['files_that_overflow']} file(s)"),
-        ("late", f"{t['late']}   early: {t['early']}   overflows: {t['overflows']}"),
+        ("fires in", f"{t['files_that_fire']} file(s)   overflows in {t['files_that_overflow']} file(s)"),
+        ("late", f"{t['late']}   early {t['early']}   overflows {t['overflows']}"),
     ]
     if t["median_error_pct"] is not None:
         facts.append(("accuracy", _accuracy(t, reports)))

@@ -270,7 +270,7 @@ def test_max_tokens_is_the_window_source() -> None:
     f = doc["files"][0]
     assert (f["window"], f["window_source"]) == (100_000, "--max-tokens")
     text = runner.invoke(app, ["report", "--explain", "--max-tokens", "5000", str(SAMPLE)]).stdout
-    assert "5,000 (--max-tokens)" in text and "5,000 tokens, from --max-tokens" in text
+    assert "5,000 (--max-tokens)" in text and "5,000 tokens (--max-tokens)" in text
     plain = orjson.loads(runner.invoke(app, ["report", "--json", str(SAMPLE)]).stdout)["files"][0]
     assert plain["window_source"] != "--max-tokens"
 

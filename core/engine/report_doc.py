@@ -177,14 +177,14 @@ def explain(report: Report) -> list[tuple[str, str]]:
     return [
         ("request", f"#{last.index} (the last in the log), segment {last.segment}"),
         ("model", f"{est.model.name or '?'} ({est.model.provider})"),
-        ("window", f"{pol.window:,} tokens, from {pol.window_source or est.model.window_source}"),
+        ("window", f"{pol.window:,} tokens ({pol.window_source or est.model.window_source})"),
         ("buffer", f"{pol.buffer:,} tokens: {pol.buffer_rule}"),
         ("threshold", f"window − buffer = {pol.window:,} − {pol.buffer:,} = {pol.threshold:,}"),
         ("tokenizer", f"{est.model.tokenizer}: the request is estimated at {last.estimate:,} tokens"),
         ("calibration", f"{report.calibration}: {last.basis}"),
         (
             "prior",
-            f"hidden {report.prior.overhead:,} + ratio {report.prior.first:.3f} ({report.prior.source})",
+            f"hidden {report.prior.overhead:,} + estimate × {report.prior.first:.3f} ({report.prior.source})",
         ),
         ("real count", real_from),
         ("prediction", f"{last.calibrated:,} tokens (factor {last.factor:.3f})"),
