@@ -152,12 +152,17 @@ def report(
     from ctxfold.core.engine.calibration import make_calibrator
     from ctxfold.core.engine.profile import Profiles
     from ctxfold.core.engine.replay import Report, report_file
+    from ctxfold.core.engine.report_doc import explain as explain_lines
     from ctxfold.core.engine.report_doc import to_dict, totals
     from ctxfold.core.errors import UsageError
+    from ctxfold.core.names import did_you_mean
     from ctxfold.core.settings import effective
 
     if fail_on not in (None, "compact", "overflow"):
-        raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}")
+        hint = did_you_mean(fail_on or "", ["compact", "overflow"])
+        raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}{hint.split(' (known')[0]}")
+    if brief and all_rows:
+        raise UsageError("--brief prints one line per file, --all every request of one: give one of them")
     config = load_config()
     profiles = None if no_profile else Profiles()  # read once, saved once, for every file
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
@@ -191,12 +196,18 @@ def report(
         reports, failed = read_each(expanded, read)
     if profiles is not None:
         profiles.save()
+    if plot and reports and not reports[0].rows:
+        render.warn(f"{reports[0].estimate.path}: no model request in this transcript: no plot written")
+        plot = None
     if plot:
         from ctxfold.cli.plot import draw
 
         draw(reports[0], plot)
     if json_out:
         docs = [to_dict(r) for r in reports]
+        if explain:  # the arithmetic of each file's last decision, as the terminal shows it
+            for doc, r in zip(docs, reports, strict=True):
+                doc["explain"] = [{"label": k, "text": v} for k, v in explain_lines(r)]
         render.emit_json(
             {
                 "command": "report",

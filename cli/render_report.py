@@ -258,6 +258,9 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
 
 def _rows_table(rep: Report, all_rows: bool) -> None:
     rows = rep.rows
+    if not rows:
+        render.out.print(Text("  no model request in this transcript"))
+        return
     if not all_rows:
         keep = {0, len(rows) - 1}
         for i, r in enumerate(rows):

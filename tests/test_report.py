@@ -300,3 +300,17 @@ def test_a_copy_of_a_log_without_session_id_is_the_same_session(tmp_path: Path) 
     assert [r["files"][0]["requests"][0]["calibrated"] for r in runs] == [
         runs[0]["files"][0]["requests"][0]["calibrated"]
     ] * 2
+
+
+def test_option_combinations_say_what_they_do(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(SAMPLE), "--fail-on", "compac"])
+    assert result.exit_code == 2 and "did you mean 'compact'" in result.stderr
+    result = runner.invoke(app, ["report", str(SAMPLE), "--brief", "--all"])
+    assert result.exit_code == 2 and "give one of them" in result.stderr
+    doc = orjson.loads(runner.invoke(app, ["report", str(SAMPLE), "--explain", "--json"]).stdout)
+    labels = [line["label"] for line in doc["files"][0]["explain"]]
+    assert "window" in labels and "decision" in labels
+    empty, out = FIXTURES / "openhands" / "prompt-extensions.jsonl", tmp_path / "p.svg"
+    result = runner.invoke(app, ["report", str(empty), "--plot", str(out)])
+    assert result.exit_code == 0 and "no plot written" in result.stderr and not out.exists()
+    assert "no model request in this transcript" in result.stdout
