@@ -232,3 +232,16 @@ def test_sdk_objects_are_read_as_their_dicts() -> None:
     assert guard.estimate(live) == guard.estimate([live[0], {"role": "assistant", "content": as_dicts}])
     message = openai_types.ChatCompletionMessage(role="assistant", content="Done.")
     assert from_dict(message).text == "Done."
+
+
+def test_a_config_file_applies_when_given(tmp_path: Path) -> None:
+    from ctxfold.core.config import load_config
+
+    path = tmp_path / "ctxfold.toml"
+    path.write_text(
+        '[defaults]\nbuffer = "10%"\n\n[models."my-local-llm"]\nwindow = 32768\nprovider = "other"\n'
+    )
+    guard = ContextGuard("my-local-llm", config=load_config(path))
+    assert (guard.policy.window, guard.policy.buffer) == (32_768, 3_276) and not guard.warnings
+    assert ContextGuard("my-local-llm").policy.window == 128_000  # no config: none read
+    assert ContextGuard("my-local-llm", buffer=1_000, config=load_config(path)).policy.buffer == 1_000

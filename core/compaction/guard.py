@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ctxfold.core.config import Config
 from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
 from ctxfold.core.engine.calibration import (
     DEFAULT_CALIBRATOR,
@@ -45,6 +46,7 @@ from ctxfold.core.names import did_you_mean
 from ctxfold.core.providers.base import Summarizer, SummaryResult
 from ctxfold.core.providers.offline import OfflineSummarizer
 from ctxfold.core.providers.registry import make_summarizer
+from ctxfold.core.settings import effective
 from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, fold, summary_message
 from ctxfold.core.tokens.counting import FRAMING, Counter
 from ctxfold.core.tokens.models import resolve
@@ -118,8 +120,9 @@ class ContextGuard:
     ``summarizer`` is a callable (``OfflineSummarizer()``, ``make_summarizer(...)``, your own) or a
     provider spec such as ``"anthropic:claude-haiku-4-5,offline"``; by default the offline digest.
     One ``store`` (or one ``agent`` name in it) per conversation: the state remembers which
-    conversation it belongs to and refuses another. The library reads no config file; pass the
-    window, buffer and model here."""
+    conversation it belongs to and refuses another. No config file is read unless ``config``
+    is given (``load_config()``): then its ``[models."NAME"]`` table and ``[defaults]`` apply
+    where an argument is not given, after the ``CTXFOLD_*`` variables, as in the CLI."""
 
     def __init__(
         self,
@@ -130,20 +133,29 @@ class ContextGuard:
         buffer: str | int | None = None,
         tokenizer: str | None = None,
         provider: str | None = None,
-        calibration: str = DEFAULT_CALIBRATOR,
+        calibration: str | None = None,
         prior: Prior | None = None,
         store: StateStore | None = None,
         agent: str = "default",
         summarizer: Summarizer | str | None = None,
         summarizer_window: int | None = None,
+        config: Config | None = None,
     ) -> None:
+        if config is not None:  # as the CLI: arguments, then CTXFOLD_* variables, then the file
+            given = {"model": model, "window": window, "buffer": buffer, "calibration": calibration}
+            found = effective({**given, "tokenizer": tokenizer}, config)
+            model, window, buffer = found["model"].value, found["window"].value, found["buffer"].value
+            calibration, tokenizer = found["calibration"].value, found["tokenizer"].value
+        calibration = calibration or DEFAULT_CALIBRATOR
         sizes = (("window", window), ("max_tokens", max_tokens), ("summarizer_window", summarizer_window))
         for name, value in sizes:
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UsageError(f"{name} must be a positive number of tokens, not {value!r}")
         if provider is not None and provider not in FRAMING:
             raise UsageError(f"unknown provider {provider!r}{did_you_mean(provider, list(FRAMING))}")
-        resolved = resolve(model, window=window, tokenizer=tokenizer)
+        resolved = resolve(
+            model, window=window, tokenizer=tokenizer, config_models=config.models if config else None
+        )
         self.model = resolved
         self.provider = provider or resolved.provider
         self.counter = Counter(get_tokenizer(resolved.tokenizer), self.provider)
