@@ -95,18 +95,24 @@ def usage_from_anthropic(u: Mapping[str, Any], model: str | None, where: str = "
     """Usage with prompt = input + cache writes + cache reads: everything the model read."""
     cw = as_int(u.get("cache_creation_input_tokens"))
     cr = as_int(u.get("cache_read_input_tokens"))
+    split = u.get("cache_creation")  # {"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"}
+    hour = min(cw, as_int(split.get("ephemeral_1h_input_tokens"))) if isinstance(split, dict) else 0
+    fields = {
+        "prompt_tokens": f"{where}.input_tokens+cache_creation_input_tokens+cache_read_input_tokens",
+        "output_tokens": f"{where}.output_tokens",
+        "cache_read_tokens": f"{where}.cache_read_input_tokens",
+        "cache_write_tokens": f"{where}.cache_creation_input_tokens",
+    }
+    if hour:
+        fields["cache_write_1h_tokens"] = f"{where}.cache_creation.ephemeral_1h_input_tokens"
     return Usage(
         prompt_tokens=as_int(u.get("input_tokens")) + cw + cr,
         output_tokens=as_int(u.get("output_tokens")),
         cache_read_tokens=cr,
         cache_write_tokens=cw,
+        cache_write_1h_tokens=hour,
         model=model,
-        fields={
-            "prompt_tokens": f"{where}.input_tokens+cache_creation_input_tokens+cache_read_input_tokens",
-            "output_tokens": f"{where}.output_tokens",
-            "cache_read_tokens": f"{where}.cache_read_input_tokens",
-            "cache_write_tokens": f"{where}.cache_creation_input_tokens",
-        },
+        fields=fields,
     )
 
 

@@ -105,12 +105,18 @@ def block(p: Part) -> Any:
 
 def usage_dict(u: Usage) -> dict[str, Any]:
     """Anthropic usage: input_tokens excludes the cache reads and writes."""
-    return {
-        "input_tokens": u.prompt_tokens - u.cache_read_tokens - u.cache_write_tokens,
+    d: dict[str, Any] = {
+        "input_tokens": max(u.prompt_tokens - u.cache_read_tokens - u.cache_write_tokens, 0),
         "cache_creation_input_tokens": u.cache_write_tokens,
         "cache_read_input_tokens": u.cache_read_tokens,
         "output_tokens": u.output_tokens,
     }
+    if u.cache_write_1h_tokens:
+        d["cache_creation"] = {
+            "ephemeral_5m_input_tokens": u.cache_write_tokens - u.cache_write_1h_tokens,
+            "ephemeral_1h_input_tokens": u.cache_write_1h_tokens,
+        }
+    return d
 
 
 def tool_dict(t: ToolDef) -> dict[str, Any]:

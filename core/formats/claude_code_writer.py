@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from ctxfold.core.formats.anthropic_writer import usage_dict
 from ctxfold.core.formats.base import now_iso, zeroed
 from ctxfold.core.formats.claude_code_check import check, check_file
 from ctxfold.core.formats.claude_code_parts import SYNTHETIC
@@ -160,15 +161,8 @@ def _block(p: Part) -> dict[str, Any] | None:
     return p.data if isinstance(p, OpaquePart) and isinstance(p.data, dict) else None
 
 
-def _usage(u: Usage | None) -> dict[str, int]:
-    u = u or Usage(0)  # Claude Code's synthetic messages carry all-zero usage
-    fresh = max(u.prompt_tokens - u.cache_read_tokens - u.cache_write_tokens, 0)
-    return {
-        "input_tokens": fresh,
-        "cache_creation_input_tokens": u.cache_write_tokens,
-        "cache_read_input_tokens": u.cache_read_tokens,
-        "output_tokens": u.output_tokens,
-    }
+def _usage(u: Usage | None) -> dict[str, Any]:
+    return usage_dict(u or Usage(0))  # Claude Code's synthetic messages carry all-zero usage
 
 
 # ------------------------------------------------------------------------------------ writer

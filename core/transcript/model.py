@@ -117,6 +117,8 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # of the cache writes, those kept an hour (Anthropic bills them at 2× input, not 1.25×)
+    cache_write_1h_tokens: int = 0
     reasoning_tokens: int | None = None
     final: bool = True
     model: str | None = None
