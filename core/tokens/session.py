@@ -31,6 +31,7 @@ from ctxfold.core.transcript.model import (
     TextPart,
     ToolDef,
     ToolResultPart,
+    Usage,
     harness_tokens,
 )
 
@@ -46,6 +47,7 @@ class Request:
     estimate: int
     messages: int  # messages in the context sent
     fixed: int = 0  # system prompt + tool definitions + request framing, included in estimate
+    elided: int = 0  # tool results and media in the context: what a summarizer's prompt leaves out
     real: int | None = None
     real_source: str | None = None  # "usage" | "error"
     cache_read: int = 0
@@ -53,6 +55,7 @@ class Request:
     context_window: int | None = None
     segment: int = 0  # bumps at every recorded compaction or reset
     first_in_segment: bool = False
+    usage: Usage | None = None  # the provider's whole record (output, cache writes: for cost)
 
 
 @dataclass(slots=True)
@@ -83,6 +86,9 @@ class Replay:
     messages_seen: int = 0
     side_messages: int = 0
     side_requests: int = 0
+    # calls that are billed but are no request of the main context: sub-agents' calls, and
+    # responses cut short (an aborted stream: its usage is not a real count, but it was billed)
+    other_calls: list[Usage] = field(default_factory=list)
     per_request: int = 0
     segment: int = 0  # of the context now: recorded compactions and resets so far
 
@@ -172,6 +178,8 @@ class SessionCounter:
             s.side_messages += 1
             if msg.usage is not None and msg.usage.final:
                 s.side_requests += 1
+            if msg.usage is not None and (msg.usage.prompt_tokens or msg.usage.output_tokens):
+                s.other_calls.append(msg.usage)
             return
         if msg.role != "assistant":
             self._in_run = False
@@ -179,12 +187,15 @@ class SessionCounter:
             return
         if not self._in_run:
             self._open_request(msg.model)
+        if msg.usage is not None and not msg.usage.final and msg.usage.prompt_tokens > 0:
+            s.other_calls.append(msg.usage)
         # a prompt of 0 tokens was never sent: an aborted response's, or the zeroed usage of a
         # message kept across a compaction (its count described the context before it)
         if msg.usage is not None and msg.usage.final and msg.usage.prompt_tokens > 0:
             req = s.requests[-1]
             req.real, req.real_source = msg.usage.prompt_tokens, "usage"
             req.cache_read = msg.usage.cache_read_tokens
+            req.usage = msg.usage
             req.model = msg.usage.model or msg.model or req.model
             if msg.usage.context_window:
                 req.context_window = s.context_window = msg.usage.context_window
@@ -199,6 +210,7 @@ class SessionCounter:
             estimate=s.context_total,
             messages=len(s.context),
             fixed=s.fixed_total,
+            elided=s.by_category["tool_results"] + s.by_category["media"],
             real=real,
             real_source=source,
             model=model or s.model,
