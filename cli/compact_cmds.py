@@ -190,6 +190,7 @@ def show_config(json_out: JsonOpt = False) -> None:
         "searched": [str(p) for p in candidates()],
         "settings": {k: {"value": v.value, "source": v.source} for k, v in settings.items()},
         "models": config.models,
+        "prices": config.raw.get("prices", {}),
         "keys": {k: {"value": v.value, "source": v.source} for k, v in keys().items()},
         "warnings": list(config.warnings),
     }

@@ -304,3 +304,5 @@ def config(doc: dict[str, Any]) -> None:
     out.print(t)
     for name, conf in doc["models"].items():
         out.print(Text(f"model {name}: {conf}"))
+    for name, conf in doc["prices"].items():
+        out.print(Text(f"price {name}: {conf} (USD per million tokens)"))

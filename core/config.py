@@ -3,8 +3,9 @@
 
 Precedence everywhere is flags > environment > this file > built-in defaults; this module
 only reads the file. Known tables: ``[defaults]`` and ``[compact]`` (the settings of
-:mod:`ctxfold.core.settings`) and ``[models."NAME"]`` (window, max_output, tokenizer, provider)
-for models the registry lacks or gets wrong. A key ctxfold does not know is ignored with a
+:mod:`ctxfold.core.settings`), ``[models."NAME"]`` (window, max_output, tokenizer, provider)
+for models the registry lacks or gets wrong, and ``[prices."NAME"]`` (USD per million tokens:
+input, output, cache_read, cache_write, cache_write_1h) for models the price table lacks. A key ctxfold does not know is ignored with a
 warning (:attr:`Config.warnings`, for the caller to show): a typo must not pass for a setting.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from ctxfold.core.errors import ConfigError
 from ctxfold.core.names import did_you_mean
 from ctxfold.core.paths import config_dir
+from ctxfold.core.tokens.prices import PRICE_KEYS, PriceList, price_list
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,7 +29,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 FILE_NAME = "ctxfold.toml"
 ENV_VAR = "CTXFOLD_CONFIG"
-SECTIONS = ("defaults", "compact", "models")
+SECTIONS = ("defaults", "compact", "models", "prices")
 MODEL_KEYS = ("window", "max_output", "tokenizer", "provider")
 
 
@@ -36,6 +38,7 @@ class Config:
     path: Path | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prices: PriceList = field(default_factory=PriceList)
     raw: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()  # keys the file has and ctxfold ignores, one message each
 
@@ -72,14 +75,17 @@ def _parse(path: Path) -> Config:
     defaults = raw.get("defaults", {})
     models = raw.get("models", {})
     if not all(isinstance(raw.get(s, {}), dict) for s in SECTIONS):
-        raise ConfigError(f"{path}: [defaults], [compact] and [models] must be tables")
+        raise ConfigError(f"{path}: [defaults], [compact], [models] and [prices] must be tables")
     for name, conf in models.items():
         if not isinstance(conf, dict):
             raise ConfigError(f"{path}: [models.{name!r}] must be a table")
         for key in ("window", "max_output"):
             if key in conf and (not isinstance(conf[key], int) or conf[key] <= 0):
                 raise ConfigError(f"{path}: models.{name}.{key} must be a positive integer")
-    return Config(path=path, defaults=defaults, models=models, raw=raw, warnings=unknown_keys(path, raw))
+    prices = price_list(raw.get("prices"), str(path))
+    return Config(
+        path=path, defaults=defaults, models=models, prices=prices, raw=raw, warnings=unknown_keys(path, raw)
+    )
 
 
 def unknown_keys(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
@@ -111,11 +117,12 @@ def unknown_keys(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
                     placed(key, f"[{section}]")
                     or f"{path}: unknown key {key!r} in [{section}], ignored{did_you_mean(key, known)}"
                 )
-    for name, conf in raw.get("models", {}).items():
-        for key in conf:
-            if key not in MODEL_KEYS:
-                warnings.append(
-                    f'{path}: unknown key {key!r} in [models."{name}"], ignored'
-                    + did_you_mean(key, MODEL_KEYS)
-                )
+    for table, keys in (("models", MODEL_KEYS), ("prices", PRICE_KEYS)):
+        for name, conf in raw.get(table, {}).items():
+            for key in conf:
+                if key not in keys:
+                    warnings.append(
+                        f'{path}: unknown key {key!r} in [{table}."{name}"], ignored'
+                        + did_you_mean(key, keys)
+                    )
     return tuple(warnings)
