@@ -16,7 +16,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from ctxfold.cli import render
+from ctxfold.cli import render, render_cost
 from ctxfold.cli.render import num, print_facts, warn
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         facts.append(("late", f"{s['late']} (real ≥ threshold while ctxfold said no)"))
         facts.append(("early", f"{s['early']}   overflows (real > the model's window): {s['overflows']}"))
         facts.append(("sent", _sent(s)))
+        facts.append(("cost", render_cost.recorded(s["cost"])))
         if s["simulation"] is not None:
             sim = s["simulation"]
             facts.append(("simulated", _simulated(sim)))
@@ -94,6 +95,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
                 facts.append(("", _cannot_fit(sim, pol.threshold)))
             elif sim["compactions"]:
                 facts.append(("", _simulated_sent(sim, s["prompt_tokens_total"])))
+                facts.extend(("", line) for line in [render_cost.simulated(s["cost"])] if line)
         if render.out.is_terminal and rep.rows:
             cells = min(60, max(10, render.out.width - 15))
             line = sparkline([r.calibrated for r in rep.rows], pol.window, cells)
@@ -182,6 +184,10 @@ def brief(reports: Sequence[Report]) -> None:
     p90 = ["—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%" for s in sums]
     late, over = [str(s["late"]) for s in sums], [str(s["overflows"]) for s in sums]
     sent = [s["prompt_tokens_total"] for s in sums]
+    bills = [
+        "—" if s["cost"]["recorded"] is None else render_cost.usd(s["cost"]["recorded"]["total"])
+        for s in sums
+    ]
     no_late = not any(s["late"] or s["overflows"] for s in sums)
 
     # Narrower terminals, in this order: no late and overflows columns when both are 0 in every
@@ -201,6 +207,7 @@ def brief(reports: Sequence[Report]) -> None:
             *([] if "zeros" in done else [Col("late", late), Col("over" if terse else "overflows", over)]),
             Col("p90" if terse else "p90 error", p90),
             Col("sent", [_short(n) if "short" in done else f"{n:,}" for n in sent]),
+            Col("cost", bills),
         ]
 
     levels = [(columns(set()), "")]
@@ -245,6 +252,7 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
     if t["median_error_pct"] is not None:
         facts.append(("accuracy", _accuracy(t, reports)))
     facts.append(("sent", _sent(t)))
+    facts.append(("cost", render_cost.recorded(t["cost"])))
     sim = t["simulation"]
     if sim is not None:
         facts.append(("simulated", f"{sim['compactions']} compaction(s) in all"))
@@ -253,6 +261,7 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
             facts.append(("", f"{n} file(s) cannot fit even compacted: no total of tokens sent"))
         elif sim["compactions"]:
             facts.append(("", _simulated_sent(sim, t["prompt_tokens_total"])))
+            facts.extend(("", line) for line in [render_cost.simulated(t["cost"])] if line)
     print_facts(facts)
 
 

@@ -13,6 +13,7 @@ from conftest import FIXTURES, claude_usage_lines, real, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
+from ctxfold.core.engine.budget import SUMMARY_PROMPT_TOKENS
 from ctxfold.core.engine.replay import report_file
 from ctxfold.core.engine.report_doc import summary
 
@@ -155,13 +156,20 @@ def test_tokens_sent_over_the_session(path: Path) -> None:
     assert sim["compactions"] == 0 and sim["summarizer_input_tokens"] == 0
     assert sim["prompt_tokens_total"] == s["prompt_tokens_total"]  # nothing fired, nothing changed
 
-    small = summary(report_file(str(path), simulate=True, window=60_000))["simulation"]
+    rep_small = report_file(str(path), simulate=True, window=60_000)
+    small = summary(rep_small)["simulation"]
     if small["compactions"]:
         assert small["prompt_tokens_total"] < s["prompt_tokens_total"]
-        # each fired near the 48k threshold (the prediction, not the real count, reached it) and
-        # inside the 60k window
-        n = small["compactions"]
-        assert 0.9 * 48_000 * n <= small["summarizer_input_tokens"] <= 60_000 * n
+        # the summarizer is sent the folded conversation without the system prompt, the tools,
+        # tool results and media, and never more than 80 % of the window: less than the request
+        # that fired (near the 48k threshold), more than its own instructions
+        assert rep_small.simulation is not None
+        predicted = {r.index: r.calibrated for r in rep_small.rows}
+        fired = rep_small.simulation.fired
+        for index, f in fired.items():
+            assert SUMMARY_PROMPT_TOKENS < f.summarizer_input < min(predicted[index], 48_000)
+            assert 0 < f.prefix < f.sent  # the compacted request: system prompt and tools, then the summary
+        assert small["summarizer_input_tokens"] == sum(f.summarizer_input for f in fired.values())
         assert small["summarizer_output_tokens"] == 6_000 * small["compactions"]  # buffer 12,000 × 0.5
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctxfold.core.config import Config
-from ctxfold.core.engine.budget import CONTINUATION_TOKENS
+from ctxfold.core.engine.budget import CONTINUATION_TOKENS, SUMMARY_PROMPT_TOKENS
 from ctxfold.core.engine.calibration import (
     DEFAULT_CALIBRATOR,
     MAX_RATIO,
@@ -28,6 +28,9 @@ from ctxfold.core.engine.profile import Profiles
 from ctxfold.core.formats.loader import Opened
 from ctxfold.core.settings import setting
 from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
+from ctxfold.core.tokens.prices import PriceList
+
+SUMMARIZER_SHARE = 0.80  # the seeds' cap on the summarizing call's input, of the window
 
 
 @dataclass(slots=True)
@@ -69,6 +72,16 @@ class Row:
         return self.real is not None and self.real > (self.model_window or self.window)
 
 
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """A simulated firing: the compacted request's predicted size, of which ``prefix`` is the
+    system prompt and tools, and the summarizer's prompt."""
+
+    sent: int
+    prefix: int
+    summarizer_input: int
+
+
 @dataclass
 class Simulation:
     """``--simulate-compaction``: the session as it would have gone had ctxfold compacted."""
@@ -77,9 +90,16 @@ class Simulation:
     overflows: int = 0
     max_predicted: int = 0
     prompt_tokens: int = 0  # summed over the session's requests, as they would have been sent
-    summarizer_input: int = 0  # the contexts handed to the summarizer (an upper bound)
+    # the summarizer's prompts: each folded context as its prompt renders it (tool results and
+    # media elided, as in the seeds), with its instructions, at most 80 % of the window
+    summarizer_input: int = 0
     cannot_fit_at: int | None = None  # the request whose compacted form is still over the threshold
     cannot_fit_tokens: int = 0  # that compacted request's prediction (system, tools, summary)
+    # per request, what the simulation changed (for its cost): at a firing, the compacted request
+    # sent in its place, the part of it that is the unchanged system prompt and tools (the cache
+    # keeps it), and the summarizer's input; after it, the real tokens no longer sent
+    fired: dict[int, Fired] = field(default_factory=dict)
+    removed: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,6 +110,7 @@ class Report:
     prior: Prior
     rows: list[Row]
     simulation: Simulation | None = None
+    prices: PriceList = field(default_factory=PriceList)  # to price its usage records
 
     @property
     def first_fire(self) -> Row | None:
@@ -154,12 +175,13 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
     cal: Calibrator = make_calibrator(calibration, prior, est.model.tokenizer)
     summary = policy.summary_budget + CONTINUATION_TOKENS
     base: int | None = None  # body tokens (original space) folded at the last firing
+    base_elided = 0  # tool results and media among them
     segment = -1
     first: tuple[int, int] | None = None  # the segment's first (estimate, real)
     ratio = prior.ratio
     for q in est.requests:
         if q.segment != segment:
-            segment, base, first, ratio = q.segment, None, None, prior.ratio
+            segment, base, base_elided, first, ratio = q.segment, None, 0, None, prior.ratio
             cal.reset()
         body = q.estimate - q.fixed
         removed = 0 if base is None else base - summary
@@ -175,11 +197,16 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
                 sim.cannot_fit_at, sim.cannot_fit_tokens = q.index, after
                 break
             sim.compactions.append(q.index)
-            sim.summarizer_input += sim_real if sim_real is not None else predicted
-            base = body  # everything up to here is folded into the summary
+            rendered = max(0, body - removed - (q.elided - base_elided))
+            prompt = min(int(ratio * rendered) + SUMMARY_PROMPT_TOKENS, int(SUMMARIZER_SHARE * policy.window))
+            sim.summarizer_input += prompt
+            sim.fired[q.index] = Fired(after, min(cal.predict(q.fixed).tokens, after), prompt)
+            base, base_elided = body, q.elided  # everything up to here is folded into the summary
             sim.prompt_tokens += after  # the log's real count was for the uncompacted request
         else:
             sim.prompt_tokens += sim_real if sim_real is not None else predicted
+            if q.real is not None and sim_real is not None and removed:
+                sim.removed[q.index] = q.real - sim_real
             if sim_real is not None:
                 if sim_real > est.model.window:
                     sim.overflows += 1
@@ -229,4 +256,5 @@ def report_file(
     )
     if profiles is not None:
         learn_from(profiles, est)
+    report.prices = (config or Config()).prices
     return report

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from ctxfold.core.engine.cost import Cost, recorded_cost, simulated_cost
 from ctxfold.core.engine.replay import Report, Row
 
 
@@ -71,6 +72,45 @@ def summary(report: Report) -> dict[str, Any]:
             "summarizer_output_tokens": len(sim.compactions) * report.policy.summary_budget,
             "cannot_fit_at": sim.cannot_fit_at,
             "cannot_fit_tokens": sim.cannot_fit_tokens if sim.cannot_fit_at is not None else None,
+        },
+        "cost": cost(report),
+    }
+
+
+def _bill(c: Cost | None) -> dict[str, Any] | None:
+    """USD by what was paid for, rounded to a hundredth of a cent; None with nothing priced."""
+    if c is None or c.calls == c.unpriced_calls:
+        return None
+    b = c.bill
+    parts = {"input": b.input, "cache_write": b.cache_write, "cache_read": b.cache_read, "output": b.output}
+    return {"total": round(b.total, 4), **{k: round(v, 4) for k, v in parts.items()}}
+
+
+def cost(report: Report) -> dict[str, Any]:
+    """What the session's calls cost (see :mod:`ctxfold.core.engine.cost`), in USD."""
+    rec = recorded_cost(report.estimate, report.prices)
+    sim = simulated_cost(report, report.prices)
+    simulated = _bill(sim)
+    if sim is not None and simulated is not None:
+        simulated["summarizer"] = round(sim.summarizer.total, 4)
+    return {
+        "currency": "USD",
+        "calls": rec.calls,
+        "unpriced_calls": rec.unpriced_calls,
+        "unpriced_models": rec.unpriced_models,
+        "recorded": _bill(rec),
+        "simulated": simulated,
+        "prices": {
+            model: {
+                "input": p.input,
+                "output": p.output,
+                "cache_read": p.cache_read,
+                "cache_write": p.cache_write,
+                "cache_write_1h": p.cache_write_1h,
+                "long_above": p.long_above,
+                "source": p.source,
+            }
+            for model, p in rec.prices.items()
         },
     }
 
@@ -151,12 +191,34 @@ def totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]] | None = No
         },
         "simulation": None,
     }
+    doc["cost"] = _cost_totals([s["cost"] for s in sums])
     simulated = [s["simulation"] for s in sums if s["simulation"] is not None]
     if simulated:
         keys = ("compactions", "prompt_tokens_total", "summarizer_input_tokens", "summarizer_output_tokens")
         doc["simulation"] = {k: sum(x[k] for x in simulated) for k in keys}
         doc["simulation"]["files_that_cannot_fit"] = sum(x["cannot_fit_at"] is not None for x in simulated)
     return doc
+
+
+def _cost_totals(costs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The files' bills summed; the simulated one only when every priced file has one."""
+    recorded = [c["recorded"] for c in costs if c["recorded"] is not None]
+    simulated = [c["simulated"] for c in costs if c["recorded"] is not None]
+
+    def total(bills: list[dict[str, Any]]) -> dict[str, Any] | None:
+        if not bills or any(b is None for b in bills):
+            return None
+        return {k: round(sum(b[k] for b in bills), 4) for k in bills[0]}
+
+    models = sorted({m for c in costs for m in c["unpriced_models"]})
+    return {
+        "currency": "USD",
+        "calls": sum(c["calls"] for c in costs),
+        "unpriced_calls": sum(c["unpriced_calls"] for c in costs),
+        "unpriced_models": models,
+        "recorded": total(recorded),
+        "simulated": total(simulated),
+    }
 
 
 def explain(report: Report) -> list[tuple[str, str]]:
