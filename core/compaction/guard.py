@@ -12,9 +12,10 @@
         guard.after_response(response.usage)
         events.append(...)
 
-``events`` is the agent's full, append-only history, as OpenAI chat or Anthropic message dicts
-(or ctxfold ``Message`` values); ``prepared.messages`` comes back in the same kind. The guard
-never asks the caller to rewrite the history: after a compaction it remembers how many events
+``events`` is the agent's full, append-only history: OpenAI chat or Anthropic messages, Google
+genai Contents (ADK's ``llm_request.contents``) or OpenAI Responses items, as dicts or SDK
+objects (or ctxfold ``Message`` values); ``prepared.messages`` comes back in the same kind. The
+guard never asks the caller to rewrite the history: after a compaction it remembers how many events
 the summary covers (the watermark) and from then on sends ``[summary, continuation] +
 events[watermark:]``, the seeds' fix for compaction that "had zero effect in production", with a
 stable prefix for the provider's prompt cache.
@@ -41,7 +42,8 @@ from ctxfold.core.engine.policy import Policy, make_policy
 from ctxfold.core.engine.state import AgentState, MemoryStore, StateStore
 from ctxfold.core.errors import ConfigError, UsageError
 from ctxfold.core.formats.base import is_overflow, parse_overflow
-from ctxfold.core.formats.messages import from_dict, tool_from_dict
+from ctxfold.core.formats.live import LiveReader
+from ctxfold.core.formats.messages import prompt_tokens_of, system_prompt_texts, tools_from
 from ctxfold.core.names import did_you_mean
 from ctxfold.core.providers.base import Summarizer, SummaryResult
 from ctxfold.core.providers.offline import OfflineSummarizer
@@ -53,7 +55,7 @@ from ctxfold.core.tokens.models import resolve
 from ctxfold.core.tokens.tokenizers import get_tokenizer
 from ctxfold.core.transcript.model import Message, TextPart, ToolDef
 
-__all__ = ["ContextGuard", "Decision", "Prepared", "WindowTooSmallError"]
+__all__ = ["ContextGuard", "Decision", "Prepared", "WindowTooSmallError", "prompt_tokens_of"]
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,8 @@ class Decision:
 class Prepared:
     """What to send: the messages (after the watermark and any compaction) and why.
 
-    ``messages`` are of the kind the events were: the caller's own dicts (the summary and the
-    continuation as ``{"role": "user", "content": text}``), or ``Message`` values."""
+    ``messages`` are of the kind the events were: the caller's own objects, with the summary and
+    the continuation as user messages of that kind (see ``LiveReader.own``), or ``Message`` values."""
 
     messages: list[Any]
     decision: Decision
@@ -87,31 +89,12 @@ class Prepared:
     summary: SummaryResult | None = None
 
 
-Event: TypeAlias = Message | Mapping[str, Any]
-ToolSpec: TypeAlias = ToolDef | Mapping[str, Any]
-
-
-def prompt_tokens_of(usage: Any) -> int | None:
-    """The prompt size a provider reported, from an int or any SDK's usage (object or dict):
-    OpenAI chat ``prompt_tokens``; Anthropic ``input_tokens`` plus its cache reads and writes
-    (which it counts apart); OpenAI Responses ``input_tokens``; Gemini ``prompt_token_count``."""
-    if usage is None or isinstance(usage, int):
-        return usage
-
-    def get(name: str) -> Any:
-        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-
-    cache = [get("cache_read_input_tokens"), get("cache_creation_input_tokens")]
-    for name in ("prompt_tokens", "prompt_token_count", "input_tokens"):
-        value = get(name)
-        if isinstance(value, int):
-            if name == "input_tokens":
-                value += sum(c for c in cache if isinstance(c, int))
-            return value
-    raise UsageError(
-        f"after_response: cannot find a prompt-token count in {type(usage).__name__} "
-        "(pass the count, or the response's usage from the OpenAI, Anthropic or Gemini SDK)"
-    )
+# A Message, or a message of any API ctxfold reads, as a dict or an SDK's pydantic object.
+Event: TypeAlias = Message | Mapping[str, Any] | Any
+# A ToolDef or a tool schema: OpenAI (nested or flat), Anthropic, genai Tool / FunctionDeclaration.
+ToolSpec: TypeAlias = ToolDef | Mapping[str, Any] | Any
+# A string, strings or text blocks, a genai Content (ADK's config.system_instruction), or None.
+System: TypeAlias = str | Sequence[Any] | Any
 
 
 class ContextGuard:
@@ -182,8 +165,7 @@ class ContextGuard:
         self._forced = False
         self.compactions = 0
         self._head: tuple[str, str, list[Message]] | None = None  # (summary, continuation) as messages
-        self._converted: dict[int, tuple[Any, Message]] = {}
-        self._names: dict[str, str] = {}  # tool_use id -> name, for Anthropic tool results
+        self.live = LiveReader()  # the caller's events as messages, and ctxfold's back in their kind
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -192,31 +174,19 @@ class ContextGuard:
 
     # ------------------------------------------------------------------------ counting
 
-    def _message(self, event: Event, no: int) -> Message:
-        if isinstance(event, Message):
-            return event
-        hit = self._converted.get(id(event))
-        if hit is None or hit[0] is not event:  # keyed by identity: the caller's history is append-only
-            hit = (event, from_dict(event, self._names, no))
-            self._converted[id(event)] = hit
-        return hit[1]
+    def messages_of(self, events: Sequence[Event], first: int = 1) -> list[Message]:
+        """The events as ctxfold messages, one each; ``first`` numbers the first for errors."""
+        return self.live.messages(events, first)
 
-    def messages_of(self, events: Sequence[Event]) -> list[Message]:
-        """The events as ctxfold messages (dicts converted once each)."""
-        return [self._message(e, i + 1) for i, e in enumerate(events)]
-
-    def fixed_tokens(self, system: str | Sequence[str], tools: Sequence[ToolSpec]) -> int:
+    def fixed_tokens(self, system: System, tools: Sequence[ToolSpec] | None) -> int:
         return (
-            self.counter.count_system(_texts(system))
-            + self.counter.count_tools([tool_from_dict(t) for t in tools])
+            self.counter.count_system(system_prompt_texts(system))
+            + self.counter.count_tools(tools_from(tools))
             + self.counter.framing.per_request
         )
 
     def estimate(
-        self,
-        messages: Sequence[Event],
-        system: str | Sequence[str] = (),
-        tools: Sequence[ToolSpec] = (),
+        self, messages: Sequence[Event], system: System = (), tools: Sequence[ToolSpec] | None = ()
     ) -> int:
         body = sum(c.total for c in self.counter.count_messages(self.messages_of(messages)))
         return body + self.fixed_tokens(system, tools)
@@ -253,26 +223,19 @@ class ContextGuard:
 
     def _view(self, events: Sequence[Event]) -> tuple[list[Message], int]:
         """The view and how many of its messages are ctxfold's own (summary, continuation)."""
+        self.live.keep(events)
         self._check_conversation(events)
         mark = self.state.watermark
         if self.state.summary is None or mark <= 0:
             return self.messages_of(events), 0
         head = self._head_messages()
-        return [*head, *self.messages_of(events[mark:])], len(head)
-
-    def _outgoing(self, events: Sequence[Event], messages: list[Message], head: int) -> list[Any]:
-        """``messages`` in the kind the caller gave: its own dicts after the first ``head``
-        (ctxfold's summary and continuation), which become plain user messages."""
-        if all(isinstance(e, Message) for e in events):
-            return messages
-        own = [{"role": "user", "content": m.text} for m in messages[:head]]
-        return [*own, *events[len(events) - (len(messages) - head) :]]
+        return [*head, *self.messages_of(events[mark:], mark + 1)], len(head)
 
     def before_request(
         self,
         events: Sequence[Event],
-        system: str | Sequence[str] = (),
-        tools: Sequence[ToolSpec] = (),
+        system: System = (),
+        tools: Sequence[ToolSpec] | None = (),
         *,
         instructions: str | None = None,
     ) -> Prepared:
@@ -280,7 +243,7 @@ class ContextGuard:
         decision = self.decide(self.estimate(messages, system, tools))
         if not decision.due:
             self.state.set("last_heuristic", decision.estimate)
-            return Prepared(self._outgoing(events, messages, head), decision)
+            return Prepared(self.live.outgoing(events, messages, head), decision)
         if self._nothing_to_fold(events):
             if decision.forced:
                 raise WindowTooSmallError(
@@ -289,7 +252,7 @@ class ContextGuard:
                     "alone are too large"
                 )
             self.state.set("last_heuristic", decision.estimate)
-            return Prepared(self._outgoing(events, messages, head), decision)
+            return Prepared(self.live.outgoing(events, messages, head), decision)
         fixed = self.fixed_tokens(system, tools)
         saved = (list(self.calibrator.history), self.calibrator.prior, self._forced)
         self.calibrator.reset()  # no stale factor survives a compaction (the seeds' step 6)
@@ -331,7 +294,7 @@ class ContextGuard:
         self.state.set("calibration", {"name": self.calibrator.name, "points": []})
         self.state.set("last_heuristic", new_estimate)
         self.compactions += 1
-        out = self._outgoing(events, folded.messages, len(folded.messages))
+        out = self.live.outgoing(events, folded.messages, len(folded.messages))
         return Prepared(out, decision, compacted=True, after=after, summary=folded.summary)
 
     def _nothing_to_fold(self, events: Sequence[Event]) -> bool:
@@ -343,7 +306,7 @@ class ContextGuard:
         two conversations would send one's summary with the other's events."""
         if not events:
             return
-        first = self._message(events[0], 1)
+        first = self.messages_of(events[:1])[0]
         mark = hashlib.sha256(f"{first.role}\0{first.text}\0{first.tool_calls!r}".encode()).hexdigest()[:16]
         known = self.state.get("conversation")
         if known is None:
@@ -368,11 +331,10 @@ class ContextGuard:
 
     def after_response(self, usage: Any, *, final: bool = True) -> None:
         """Record the provider's prompt-token count (an int, or the SDK response's ``usage``);
-        streaming partials (``final=False``) are ignored."""
-        tokens = prompt_tokens_of(usage)
-        if not final or tokens is None or tokens <= 0:
-            return
-        self._learn(tokens)
+        streaming partials (``final=False``) and responses without usage are ignored."""
+        tokens = prompt_tokens_of(usage) if final else None
+        if tokens is not None and tokens > 0:
+            self._learn(tokens)
 
     def on_error(self, message: str) -> bool:
         """Learn from a refusal as too long. True when it was one: a stated count ("prompt is too
@@ -410,7 +372,3 @@ KEYS_TO_RESET = (
     "conversation",
     "window_limit",
 )
-
-
-def _texts(system: str | Sequence[str]) -> Sequence[str]:
-    return (system,) if isinstance(system, str) else system
