@@ -36,7 +36,7 @@ def draw(report: Report, out: str) -> None:
 
     rows = report.rows
     x = [r.index for r in rows]
-    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(11.5, 4.5), dpi=110)
     ax.plot(x, [r.estimate for r in rows], label="estimate (tokenizer)", color="#999999", linewidth=1)
     ax.plot(
         x,
@@ -77,7 +77,9 @@ def draw(report: Report, out: str) -> None:
     ax.set_ylabel("prompt tokens")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k" if v else "0"))
     ax.set_title(Path(report.estimate.path).name)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False
+    )  # beside, never over the data
     ax.grid(alpha=0.25)
     fig.tight_layout()
     buf = io.BytesIO()

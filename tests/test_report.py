@@ -251,6 +251,9 @@ def test_totals_of_a_many_file_report(tmp_path: Path) -> None:
     sim = t["simulation"]
     assert sim["compactions"] == sum(s["simulation"]["compactions"] for s in sums)
     assert sim["prompt_tokens_total"] == sum(s["simulation"]["prompt_tokens_total"] for s in sums)
+    bills = [s["cost"]["recorded"]["total"] for s in sums if s["cost"]["recorded"]]
+    assert t["cost"]["recorded"]["total"] == pytest.approx(sum(bills), abs=1e-3)
+    assert t["cost"]["calls"] == sum(s["cost"]["calls"] for s in sums)
     text = runner.invoke(app, args).stdout
     assert f"all {t['files']} files" in text and f"{t['prompt_tokens_total']:,} prompt tokens" in text
     assert "all 1 files" not in runner.invoke(app, ["report", "--no-profile", str(SAMPLE)]).stdout
@@ -258,7 +261,12 @@ def test_totals_of_a_many_file_report(tmp_path: Path) -> None:
 
 def test_brief_prints_a_line_per_file_then_the_totals(tmp_path: Path) -> None:
     files = []
-    for i, src in enumerate([*real_files()[:2], SAMPLE]):  # short paths: a table folds long ones
+    bundled = [
+        FIXTURES / "real" / "litellm-sonnet4-requests.jsonl",
+        FIXTURES / "pi" / "v3-tree.jsonl",
+        SAMPLE,
+    ]
+    for i, src in enumerate(bundled):  # short paths: a table folds long ones
         files.append(tmp_path / f"s{i}.jsonl")
         files[-1].write_bytes(src.read_bytes())
     args = ["report", "--no-profile", "--brief", *map(str, files)]
