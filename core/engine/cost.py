@@ -71,8 +71,7 @@ class Call:
         session writes one (else plain input)."""
         read = min(prefix, prompt) if reads else 0
         write = prompt - read if writes else 0
-        hour = round(write * self.cache_write_1h / self.cache_write) if self.cache_write else 0
-        return Call(prompt, read, write, hour, self.output)
+        return Call(prompt, read, write, self._hour(write), self.output)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 
 from ctxfold.core.engine.cost import Cost, recorded_cost, simulated_cost
 from ctxfold.core.engine.replay import Report, Row
+from ctxfold.core.tokens.prices import PRICE_KEYS, Price
 
 
 def _pct(xs: list[float], p: float) -> float | None:
@@ -77,6 +78,13 @@ def summary(report: Report) -> dict[str, Any]:
     }
 
 
+_PRICE_FIELDS = (*PRICE_KEYS, "long_above", "source")
+
+
+def _price_row(p: Price) -> dict[str, Any]:
+    return {k: getattr(p, k) for k in _PRICE_FIELDS}
+
+
 def _bill(c: Cost | None) -> dict[str, Any] | None:
     """USD by what was paid for, rounded to a hundredth of a cent; None with nothing priced."""
     if c is None or c.calls == c.unpriced_calls:
@@ -100,18 +108,7 @@ def cost(report: Report) -> dict[str, Any]:
         "unpriced_models": rec.unpriced_models,
         "recorded": _bill(rec),
         "simulated": simulated,
-        "prices": {
-            model: {
-                "input": p.input,
-                "output": p.output,
-                "cache_read": p.cache_read,
-                "cache_write": p.cache_write,
-                "cache_write_1h": p.cache_write_1h,
-                "long_above": p.long_above,
-                "source": p.source,
-            }
-            for model, p in rec.prices.items()
-        },
+        "prices": {model: _price_row(p) for model, p in rec.prices.items()},
     }
 
 

@@ -50,12 +50,15 @@ class Request:
     elided: int = 0  # tool results and media in the context: what a summarizer's prompt leaves out
     real: int | None = None
     real_source: str | None = None  # "usage" | "error"
-    cache_read: int = 0
     model: str | None = None
     context_window: int | None = None
     segment: int = 0  # bumps at every recorded compaction or reset
     first_in_segment: bool = False
     usage: Usage | None = None  # the provider's whole record (output, cache writes: for cost)
+
+    @property
+    def cache_read(self) -> int:
+        return self.usage.cache_read_tokens if self.usage is not None else 0
 
 
 @dataclass(slots=True)
@@ -194,7 +197,6 @@ class SessionCounter:
         if msg.usage is not None and msg.usage.final and msg.usage.prompt_tokens > 0:
             req = s.requests[-1]
             req.real, req.real_source = msg.usage.prompt_tokens, "usage"
-            req.cache_read = msg.usage.cache_read_tokens
             req.usage = msg.usage
             req.model = msg.usage.model or msg.model or req.model
             if msg.usage.context_window:
