@@ -27,8 +27,8 @@ from pathlib import Path
 
 from estimate import REAL  # the same fixtures folder (and CTXFOLD_REAL_FIXTURES) as the other benches
 
-from ctxfold.core.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
-from ctxfold.core.engine.profile import (
+from ctxfold.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
+from ctxfold.engine.profile import (
     Profiles,
     default_prior,
     key_for,
@@ -36,8 +36,8 @@ from ctxfold.core.engine.profile import (
     project_key,
     session_key,
 )
-from ctxfold.core.engine.replay import replay
-from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
+from ctxfold.engine.replay import replay
+from ctxfold.tokens.estimate import FileEstimate, estimate_file
 
 
 def pct(xs: list[float], p: float) -> float:

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _gen import MB, default_dir, generate
 from estimate import GENERATED_FORMATS, REAL, generator_sources
 
-from ctxfold.core.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 TARGET_RATIO = 1.5
 REPORT_TARGET = 1.2  # issue: report costs at most 1.2x estimate on the same file
@@ -70,16 +70,16 @@ def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-from ctxfold.core.tokens.tokenizers import get_tokenizer
+from ctxfold.tokens.tokenizers import get_tokenizer
 if args["what"] == "compact":
-    from ctxfold.core.compaction.run import CompactOptions, compact_file
-    from ctxfold.core.providers.registry import make_summarizer
+    from ctxfold.compaction.run import CompactOptions, compact_file
+    from ctxfold.providers.registry import make_summarizer
     summarizer = make_summarizer("offline")
     out_dir = tempfile.mkdtemp(prefix="ctxfold-bench-compact-")
 elif args["what"] == "report":
-    from ctxfold.core.engine.replay import report_file
+    from ctxfold.engine.replay import report_file
 else:
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.tokens.estimate import estimate_file
 get_tokenizer("o200k")
 out = {"loaded_peak_mb": hwm()}
 t = time.perf_counter()
@@ -425,12 +425,12 @@ def pct(a: int, b: int) -> str:
 
 
 def retention_one(path: Path, out_dir: Path) -> Retention:
-    from ctxfold.core.compaction.run import CompactOptions, compact_file
-    from ctxfold.core.errors import CtxfoldError
-    from ctxfold.core.formats.loader import load
-    from ctxfold.core.providers.registry import make_summarizer
-    from ctxfold.core.tokens.encodings import get_encoding
-    from ctxfold.core.transcript.context import current_context
+    from ctxfold.compaction.run import CompactOptions, compact_file
+    from ctxfold.errors import CtxfoldError
+    from ctxfold.formats.loader import load
+    from ctxfold.providers.registry import make_summarizer
+    from ctxfold.tokens.encodings import get_encoding
+    from ctxfold.transcript.context import current_context
 
     label = f"{path.parent.name}/{path.name}"
     summarizer = Recording(make_summarizer("offline"))

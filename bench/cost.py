@@ -18,8 +18,8 @@ from pathlib import Path
 import orjson
 from estimate import REAL  # the same fixtures folder (and CTXFOLD_REAL_FIXTURES) as the other benches
 
-from ctxfold.core.engine.replay import report_file
-from ctxfold.core.engine.report_doc import summary
+from ctxfold.engine.replay import report_file
+from ctxfold.engine.report_doc import summary
 
 
 def harness_cost(path: Path) -> float | None:

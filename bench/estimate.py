@@ -72,8 +72,8 @@ def peak_mb():
     return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 def vmrss_mb():
     return status_mb("VmRSS")
-from ctxfold.core.tokens.estimate import estimate_file
-from ctxfold.core.tokens.tokenizers import get_tokenizer
+from ctxfold.tokens.estimate import estimate_file
+from ctxfold.tokens.tokenizers import get_tokenizer
 out = {"import_peak_mb": peak_mb()}
 get_tokenizer(args["tokenizer"])
 out["loaded_peak_mb"] = peak_mb()
@@ -103,7 +103,7 @@ if args.get("path"):
     fmt = r.format
     r = None
     if args.get("parse"):
-        from ctxfold.core.formats.loader import open_transcript
+        from ctxfold.formats.loader import open_transcript
         t = time.perf_counter()
         n = 0
         for _ in open_transcript(args["path"], fmt=fmt).entries:
@@ -144,7 +144,7 @@ class Row:
 
 def _format_hint(path: Path) -> str | None:
     """The format a fixture is known to be in (its folder, or its name's prefix for bundled ones)."""
-    from ctxfold.core.formats.registry import FORMATS
+    from ctxfold.formats.registry import FORMATS
 
     if path.parent.name in FORMATS:
         return path.parent.name
@@ -185,13 +185,13 @@ def capture(path: Path, fmt: str | None) -> tuple[str | None, str, list[list[str
     Detection is tried first; a format module missing (another helper still writing it) falls
     back to the known format.
     """
-    from ctxfold.core.tokens.estimate import estimate_file
-    from ctxfold.core.tokens.tokenizers import get_tokenizer
+    from ctxfold.tokens.estimate import estimate_file
+    from ctxfold.tokens.tokenizers import get_tokenizer
 
     note = ""
     use: str | None = None
     try:
-        from ctxfold.core.formats.loader import open_transcript
+        from ctxfold.formats.loader import open_transcript
 
         detected = open_transcript(path).format
         if fmt is not None and detected != fmt:
@@ -251,7 +251,7 @@ def raw_tiktoken(
 ) -> tuple[float, int]:
     """Best time of ``encode_ordinary_batch`` (or, with ``serial``, one ``encode_ordinary`` per
     text) over the captured batches, and their token total."""
-    from ctxfold.core.tokens.encodings import get_encoding
+    from ctxfold.tokens.encodings import get_encoding
 
     name = {"o200k": "o200k_base", "cl100k": "cl100k_base"}.get(tokenizer)
     if name is None:
@@ -411,8 +411,8 @@ def print_totals(rows: list[Row]) -> None:
 
 
 def profile(path: Path, fmt: str | None, top: int) -> None:
-    from ctxfold.core.tokens.estimate import estimate_file
-    from ctxfold.core.tokens.tokenizers import get_tokenizer
+    from ctxfold.tokens.estimate import estimate_file
+    from ctxfold.tokens.tokenizers import get_tokenizer
 
     get_tokenizer("o200k")
     prof = cProfile.Profile()
@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     repeat = args.repeat or (3 if args.quick else 5)
     rounds = args.repeat_large or (2 if args.quick else 3)
 
-    from ctxfold.core.tokens import parallel
+    from ctxfold.tokens import parallel
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, raw baseline threads={RAW_THREADS}, ")
     print(
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     base = run_child({"tokenizer": "o200k"})
     print(
-        f"baseline RSS: import ctxfold.core.tokens.estimate peak {base['import_peak_mb']:.1f} MB; "
+        f"baseline RSS: import ctxfold.tokens.estimate peak {base['import_peak_mb']:.1f} MB; "
         f"+ o200k tokenizer load peak {base['loaded_peak_mb']:.1f} MB "
         f"(resident after load {base['loaded_rss_mb']:.1f} MB)"
     )

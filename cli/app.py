@@ -69,11 +69,11 @@ def estimate(
     """Estimate the tokens of the request the model sees now, next to the real counts."""
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand, read_each
-    from ctxfold.core.config import load_config
-    from ctxfold.core.engine.calibration import Prediction
-    from ctxfold.core.engine.now import estimate_doc, estimate_session
-    from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.tokens.estimate import FileEstimate
+    from ctxfold.config import load_config
+    from ctxfold.engine.calibration import Prediction
+    from ctxfold.engine.now import estimate_doc, estimate_session
+    from ctxfold.engine.profile import Profiles
+    from ctxfold.tokens.estimate import FileEstimate
 
     config = load_config()
     profiles = None if no_profile else Profiles()
@@ -148,15 +148,15 @@ def report(
     from ctxfold.cli import render, render_report
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand, read_each
-    from ctxfold.core.config import load_config
-    from ctxfold.core.engine.calibration import make_calibrator
-    from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.engine.replay import Report, report_file
-    from ctxfold.core.engine.report_doc import explain as explain_lines
-    from ctxfold.core.engine.report_doc import to_dict, totals
-    from ctxfold.core.errors import UsageError
-    from ctxfold.core.names import did_you_mean
-    from ctxfold.core.settings import effective
+    from ctxfold.config import load_config
+    from ctxfold.engine.calibration import make_calibrator
+    from ctxfold.engine.profile import Profiles
+    from ctxfold.engine.replay import Report, report_file
+    from ctxfold.engine.report_doc import explain as explain_lines
+    from ctxfold.engine.report_doc import to_dict, totals
+    from ctxfold.errors import UsageError
+    from ctxfold.names import did_you_mean
+    from ctxfold.settings import effective
 
     if fail_on not in (None, "compact", "overflow"):
         hint = did_you_mean(fail_on or "", ["compact", "overflow"])
@@ -241,7 +241,7 @@ app.add_typer(profile_app, name="profile")
 def profile_show(json_out: JsonOpt = False) -> None:
     """Show what was learned per log source and model."""
     from ctxfold.cli import render
-    from ctxfold.core.engine.profile import BUILTIN, Profiles
+    from ctxfold.engine.profile import BUILTIN, Profiles
 
     profiles = Profiles()
     if json_out:
@@ -264,7 +264,7 @@ def profile_show(json_out: JsonOpt = False) -> None:
 def profile_reset(json_out: JsonOpt = False) -> None:
     """Forget everything learned."""
     from ctxfold.cli import render
-    from ctxfold.core.engine.profile import Profiles
+    from ctxfold.engine.profile import Profiles
 
     profiles = Profiles()
     existed = profiles.reset()

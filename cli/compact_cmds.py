@@ -84,13 +84,13 @@ def compact(
     """Compact a session: NAME.compacted.jsonl (same format), NAME.summary.md, NAME.ctxfold.json."""
     from ctxfold.cli import render
     from ctxfold.cli.errors import attributed
-    from ctxfold.core.compaction.doc import compact_doc
-    from ctxfold.core.compaction.run import CompactOptions, compact_file
-    from ctxfold.core.config import load_config
-    from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.providers.registry import make_summarizer
-    from ctxfold.core.settings import effective
-    from ctxfold.core.strategies.base import get_strategy
+    from ctxfold.compaction.doc import compact_doc
+    from ctxfold.compaction.run import CompactOptions, compact_file
+    from ctxfold.config import load_config
+    from ctxfold.engine.profile import Profiles
+    from ctxfold.providers.registry import make_summarizer
+    from ctxfold.settings import effective
+    from ctxfold.strategies.base import get_strategy
 
     config = load_config()
     profiles = None if no_profile else Profiles()
@@ -160,7 +160,7 @@ def validate(
     from ctxfold.cli import render
     from ctxfold.cli.errors import EXIT_FAILURE
     from ctxfold.cli.inputs import expand
-    from ctxfold.core.formats.validate import validate as check
+    from ctxfold.formats.validate import validate as check
 
     paths, failed = expand(files)
     results = [check(path, fmt) for path in paths]
@@ -179,8 +179,8 @@ def validate(
 def show_config(json_out: JsonOpt = False) -> None:
     """Print the effective settings and where each comes from (API keys redacted)."""
     from ctxfold.cli import render
-    from ctxfold.core.config import candidates, load_config
-    from ctxfold.core.settings import effective, keys
+    from ctxfold.config import candidates, load_config
+    from ctxfold.settings import effective, keys
 
     config = load_config()
     settings = effective({}, config)

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ctxfold.core.errors import CtxfoldError, UsageError
+from ctxfold.errors import CtxfoldError, UsageError
 
 if TYPE_CHECKING:  # not imported at start-up: `ctxfold --help` stays fast
-    from ctxfold.core.settings import Setting
+    from ctxfold.settings import Setting
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

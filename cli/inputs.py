@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ctxfold.core.errors import InputError, UsageError
+from ctxfold.errors import InputError, UsageError
 
 T = TypeVar("T")
 Failed = list[dict[str, str]]  # [{"path", "error"}]: what a several-file run could not read

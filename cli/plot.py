@@ -10,11 +10,11 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxfold.core.atomic import write_atomic
-from ctxfold.core.errors import UsageError
+from ctxfold.atomic import write_atomic
+from ctxfold.errors import UsageError
 
 if TYPE_CHECKING:
-    from ctxfold.core.engine.replay import Report
+    from ctxfold.engine.replay import Report
 
 FORMATS = (".svg", ".png", ".html")
 

@@ -18,12 +18,12 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from ctxfold.core.compaction.run import CompactResult
-    from ctxfold.core.engine.calibration import Prediction
-    from ctxfold.core.engine.profile import Profiles
-    from ctxfold.core.formats.loader import Opened
-    from ctxfold.core.formats.validate import Validation
-    from ctxfold.core.tokens.estimate import FileEstimate
+    from ctxfold.compaction.run import CompactResult
+    from ctxfold.engine.calibration import Prediction
+    from ctxfold.engine.profile import Profiles
+    from ctxfold.formats.loader import Opened
+    from ctxfold.formats.validate import Validation
+    from ctxfold.tokens.estimate import FileEstimate
 
 PROGRESS_MIN_BYTES = 5_000_000
 
@@ -192,7 +192,7 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
 def profile(profiles: Profiles) -> None:
     import statistics
 
-    from ctxfold.core.engine.profile import BUILTIN
+    from ctxfold.engine.profile import BUILTIN
 
     for w in profiles.warnings:
         warn(w)
@@ -218,7 +218,7 @@ def profile(profiles: Profiles) -> None:
 
 
 def compact(r: CompactResult) -> None:
-    from ctxfold.core.compaction.doc import compact_doc
+    from ctxfold.compaction.doc import compact_doc
 
     d = compact_doc(r)
     for w in d["warnings"]:

@@ -22,7 +22,7 @@ from ctxfold.cli.render import num, print_facts, warn
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
-    from ctxfold.core.engine.replay import Report
+    from ctxfold.engine.replay import Report
 
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -40,8 +40,8 @@ def sparkline(values: Sequence[int], top: int, width: int = 60) -> str:
 
 
 def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: str | None) -> None:
-    from ctxfold.core.engine.report_doc import explain as explain_lines
-    from ctxfold.core.engine.report_doc import summary
+    from ctxfold.engine.report_doc import explain as explain_lines
+    from ctxfold.engine.report_doc import summary
 
     sums = []
     for rep in reports:
@@ -168,7 +168,7 @@ def _accuracy(s: dict[str, Any], reports: Sequence[Report]) -> str:
 
 def brief(reports: Sequence[Report]) -> None:
     """One line per file (where it fires, how it went), then the totals."""
-    from ctxfold.core.engine.report_doc import summary
+    from ctxfold.engine.report_doc import summary
 
     paths = [rep.estimate.path for rep in reports]
     under = _common_folder(paths)
@@ -240,7 +240,7 @@ def _common_folder(paths: Sequence[str]) -> str | None:
 
 def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> None:
     """The closing block of a many-file report (``sums``: each report's summary)."""
-    from ctxfold.core.engine.report_doc import totals
+    from ctxfold.engine.report_doc import totals
 
     t = totals(reports, sums)
     render.out.print(Text("1 file" if t["files"] == 1 else f"all {t['files']} files", style="bold"))

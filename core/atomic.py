@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ctxfold.core.errors import OutputError
+from ctxfold.errors import OutputError
 
 
 def current_umask() -> int:

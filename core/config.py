@@ -3,7 +3,7 @@
 
 Precedence everywhere is flags > environment > this file > built-in defaults; this module
 only reads the file. Known tables: ``[defaults]`` and ``[compact]`` (the settings of
-:mod:`ctxfold.core.settings`), ``[models."NAME"]`` (window, max_output, tokenizer, provider)
+:mod:`ctxfold.settings`), ``[models."NAME"]`` (window, max_output, tokenizer, provider)
 for models the registry lacks or gets wrong, and ``[prices."NAME"]`` (USD per million tokens:
 input, output, cache_read, cache_write, cache_write_1h) for models the price table lacks. A key ctxfold does not know is ignored with a
 warning (:attr:`Config.warnings`, for the caller to show): a typo must not pass for a setting.
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.errors import ConfigError
-from ctxfold.core.names import did_you_mean
-from ctxfold.core.paths import config_dir
-from ctxfold.core.tokens.prices import PRICE_KEYS, PriceList, price_list
+from ctxfold.errors import ConfigError
+from ctxfold.names import did_you_mean
+from ctxfold.paths import config_dir
+from ctxfold.tokens.prices import PRICE_KEYS, PriceList, price_list
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,7 +91,7 @@ def _parse(path: Path) -> Config:
 def unknown_keys(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
     """One warning per key of the file that no setting reads: the file, where, and the
     nearest known name (or the table where a known setting belongs)."""
-    from ctxfold.core.settings import SPECS  # settings builds on this module
+    from ctxfold.settings import SPECS  # settings builds on this module
 
     warnings: list[str] = []
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.core.config import Config
-from ctxfold.core.errors import ConfigError
+from ctxfold.config import Config
+from ctxfold.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from conftest import FIXTURES, real_files
 
-from ctxfold.core.formats import loader
-from ctxfold.core.transcript.model import Entry, MediaPart, Message, OpaquePart, ThinkingPart, ToolResultPart
+from ctxfold.formats import loader
+from ctxfold.transcript.model import Entry, MediaPart, Message, OpaquePart, ThinkingPart, ToolResultPart
 
 API_FORMATS = ("openai-chat", "openai-responses", "anthropic", "genai")
 

@@ -34,9 +34,9 @@ def sniff_head(path: Path) -> list[Any]:
     """What format detection sees: the first parsed lines, skipping lines that are not JSON."""
     from itertools import islice
 
-    from ctxfold.core.formats.base import Line
-    from ctxfold.core.formats.jsonl import iter_lines
-    from ctxfold.core.formats.loader import SNIFF_LINES
+    from ctxfold.formats.base import Line
+    from ctxfold.formats.jsonl import iter_lines
+    from ctxfold.formats.loader import SNIFF_LINES
 
     parsed = (x.data for x in iter_lines(path) if isinstance(x, Line))
     return list(islice(parsed, SNIFF_LINES))
@@ -44,7 +44,7 @@ def sniff_head(path: Path) -> list[Any]:
 
 def detect(path: Path) -> str:
     """The format detection names for ``path``."""
-    from ctxfold.core.formats.registry import detect as detect_objs
+    from ctxfold.formats.registry import detect as detect_objs
 
     return detect_objs(sniff_head(path))[0]
 

@@ -29,10 +29,10 @@ import orjson
 from sim_content import _NAMES, _WORDS, _media_size, _sentence, pdf_b64, png_b64, text
 from sim_content import STYLES as STYLES
 
-from ctxfold.core.compaction.guard import ContextGuard, Prepared, WindowTooSmallError
-from ctxfold.core.providers.base import SummaryRequest, SummaryResult, budget_summarizer
-from ctxfold.core.tokens.tokenizers import Tokenizer
-from ctxfold.core.transcript.model import (
+from ctxfold.compaction.guard import ContextGuard, Prepared, WindowTooSmallError
+from ctxfold.providers.base import SummaryRequest, SummaryResult, budget_summarizer
+from ctxfold.tokens.tokenizers import Tokenizer
+from ctxfold.transcript.model import (
     MediaPart,
     Message,
     TextPart,

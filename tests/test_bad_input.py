@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.errors import EmptyInputError, LineError, UnknownFormatError
-from ctxfold.core.formats.loader import load, open_transcript
+from ctxfold.errors import EmptyInputError, LineError, UnknownFormatError
+from ctxfold.formats.loader import load, open_transcript
 
 runner = CliRunner()
 

@@ -11,14 +11,14 @@ from compact_support import copy, outputs, run, runner
 from conftest import FIXTURES, real, real_files
 
 from ctxfold.cli.app import app
-from ctxfold.core.compaction.statefile import SCHEMA, entry_sha256, load_state
-from ctxfold.core.formats.loader import load
-from ctxfold.core.formats.registry import WRITERS
-from ctxfold.core.formats.validate import validate
-from ctxfold.core.strategies.summary import SUMMARY_OPEN
-from ctxfold.core.tokens.estimate import estimate_file
-from ctxfold.core.transcript.context import current_context
-from ctxfold.core.transcript.model import CompactionMarker, ContextReset
+from ctxfold.compaction.statefile import SCHEMA, entry_sha256, load_state
+from ctxfold.formats.loader import load
+from ctxfold.formats.registry import WRITERS
+from ctxfold.formats.validate import validate
+from ctxfold.strategies.summary import SUMMARY_OPEN
+from ctxfold.tokens.estimate import estimate_file
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import CompactionMarker, ContextReset
 
 SECTIONS = (
     "## Current State",

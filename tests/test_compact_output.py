@@ -12,11 +12,11 @@ from compact_support import copy, outputs, run, runner
 from conftest import FIXTURES, real, real_files
 
 from ctxfold.cli.app import app
-from ctxfold.core.formats.loader import load
-from ctxfold.core.strategies.summary import SUMMARY_OPEN
-from ctxfold.core.tokens.estimate import estimate_file
-from ctxfold.core.transcript.context import current_context
-from ctxfold.core.transcript.model import CompactionMarker, Entry, Message
+from ctxfold.formats.loader import load
+from ctxfold.strategies.summary import SUMMARY_OPEN
+from ctxfold.tokens.estimate import estimate_file
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import CompactionMarker, Entry, Message
 
 
 def test_the_quick_start_output_reads_back_at_the_size_compact_said(tmp_path: Path) -> None:
@@ -99,10 +99,10 @@ def test_a_compacted_native_file_heads_its_context_with_the_summary_once(tmp_pat
 def test_the_context_and_the_counter_agree_on_a_held_summary() -> None:
     """A compaction's summary, then an API error, then a message holding the summary: the
     counter (tokens/session.py) and the context (transcript/context.py) keep the same messages."""
-    from ctxfold.core.tokens.counting import Counter
-    from ctxfold.core.tokens.session import SessionCounter
-    from ctxfold.core.tokens.tokenizers import get_tokenizer
-    from ctxfold.core.transcript.model import ApiError, ContextUpdate, TextPart
+    from ctxfold.tokens.counting import Counter
+    from ctxfold.tokens.session import SessionCounter
+    from ctxfold.tokens.tokenizers import get_tokenizer
+    from ctxfold.transcript.model import ApiError, ContextUpdate, TextPart
 
     def msg(text: str) -> Message:
         return Message("user", (TextPart(text),))

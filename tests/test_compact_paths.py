@@ -9,7 +9,7 @@ import pytest
 from compact_support import SAMPLE, copy, run, runner
 
 from ctxfold.cli.app import app
-from ctxfold.core.compaction.statefile import load_state
+from ctxfold.compaction.statefile import load_state
 
 
 @pytest.mark.parametrize("spelling", ["same", "relative", "symlink", "hardlink"])

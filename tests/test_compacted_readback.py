@@ -27,11 +27,11 @@ from conftest import FIXTURES, real_files, write_jsonl
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.tokens.counting import FRAMING, Counter
-from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
-from ctxfold.core.tokens.session import SessionCounter
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Message, TextPart
+from ctxfold.tokens.counting import FRAMING, Counter
+from ctxfold.tokens.estimate import FileEstimate, estimate_file
+from ctxfold.tokens.session import SessionCounter
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Message, TextPart
 
 runner = CliRunner()
 FORMATS = ("openai-chat", "openai-responses", "genai", "ctxfold", "openhands")

@@ -12,12 +12,12 @@ from conftest import FIXTURES, real, write_jsonl
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.config import load_config
-from ctxfold.core.engine.cost import Bill, Call, recorded_cost, simulated_cost
-from ctxfold.core.engine.replay import report_file
-from ctxfold.core.errors import ConfigError
-from ctxfold.core.tokens.estimate import estimate_file
-from ctxfold.core.tokens.prices import Price, price_list
+from ctxfold.config import load_config
+from ctxfold.engine.cost import Bill, Call, recorded_cost, simulated_cost
+from ctxfold.engine.replay import report_file
+from ctxfold.errors import ConfigError
+from ctxfold.tokens.estimate import estimate_file
+from ctxfold.tokens.prices import Price, price_list
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "real" / "claude-code-sidechains.jsonl"
@@ -273,10 +273,10 @@ def test_compaction_changes_only_the_calls_it_touches_and_adds_the_summarizer() 
 
 
 def test_the_summarizer_prompt_estimate_is_near_what_the_summarizer_is_sent() -> None:
-    from ctxfold.core.engine.budget import SUMMARY_PROMPT_TOKENS
-    from ctxfold.core.providers.base import SummaryRequest
-    from ctxfold.core.providers.render import build_prompt
-    from ctxfold.core.transcript.model import Message, TextPart
+    from ctxfold.engine.budget import SUMMARY_PROMPT_TOKENS
+    from ctxfold.providers.base import SummaryRequest
+    from ctxfold.providers.render import build_prompt
+    from ctxfold.transcript.model import Message, TextPart
 
     empty = build_prompt(
         SummaryRequest(messages=[Message("user", (TextPart("x"),))], budget_tokens=8_000), window=200_000
@@ -338,9 +338,9 @@ def test_config_shows_the_price_rows_of_the_file(tmp_path: Path) -> None:
 
 
 def test_the_one_hour_cache_writes_survive_a_round_trip() -> None:
-    from ctxfold.core.formats.anthropic_blocks import usage_from_anthropic
-    from ctxfold.core.formats.anthropic_writer import usage_dict
-    from ctxfold.core.transcript.model import Usage
+    from ctxfold.formats.anthropic_blocks import usage_from_anthropic
+    from ctxfold.formats.anthropic_writer import usage_dict
+    from ctxfold.transcript.model import Usage
 
     raw = {
         "input_tokens": 3,

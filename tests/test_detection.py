@@ -12,9 +12,9 @@ from conftest import FIXTURES, detect, real_files, write_jsonl
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.formats import registry
-from ctxfold.core.strategies.summary import continuation_message, summary_message
-from ctxfold.core.transcript.model import Transcript
+from ctxfold.formats import registry
+from ctxfold.strategies.summary import continuation_message, summary_message
+from ctxfold.transcript.model import Transcript
 
 runner = CliRunner()
 FIXTURE_FILES = sorted(FIXTURES.glob("*/*.jsonl"))
@@ -32,7 +32,7 @@ def _id(p: Path) -> str:
 def _compact(src: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, Path]:
     # Most fixtures are too small for a summary to make them 10 % smaller; the refusal is not
     # what is tested here, the written file is.
-    monkeypatch.setattr("ctxfold.core.compaction.run.MIN_SHRINK", -100.0)
+    monkeypatch.setattr("ctxfold.compaction.run.MIN_SHRINK", -100.0)
     r = runner.invoke(
         app,
         [
@@ -83,7 +83,7 @@ def test_a_summary_alone_is_detected_in_every_written_format(writer_name: str, t
 
 
 def test_a_system_line_with_openai_tools_is_not_claimed_by_anthropic() -> None:
-    from ctxfold.core.formats import anthropic
+    from ctxfold.formats import anthropic
 
     assert anthropic.sniff([{"system": "s", "tools": [{"name": "t", "input_schema": {}}]}]) == 50
     assert anthropic.sniff([{"system": [{"type": "text", "text": "s"}], "model": "m"}]) == 50

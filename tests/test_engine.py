@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from ctxfold.core.compaction.guard import ContextGuard, WindowTooSmallError
-from ctxfold.core.engine.calibration import (
+from ctxfold.compaction.guard import ContextGuard, WindowTooSmallError
+from ctxfold.engine.calibration import (
     GrowthCalibrator,
     Prior,
     SeedCalibrator,
@@ -17,13 +17,13 @@ from ctxfold.core.engine.calibration import (
     slope,
     split_first,
 )
-from ctxfold.core.engine.policy import compute_buffer, make_policy, parse_buffer
-from ctxfold.core.engine.profile import BUILTIN, Observation, Profiles, observe_session
-from ctxfold.core.engine.state import KEYS, JsonFileStore, MemoryStore
-from ctxfold.core.errors import ConfigError, UsageError
-from ctxfold.core.strategies.summary import SUMMARY_OPEN
-from ctxfold.core.tokens.session import Request
-from ctxfold.core.transcript.model import Message, TextPart
+from ctxfold.engine.policy import compute_buffer, make_policy, parse_buffer
+from ctxfold.engine.profile import BUILTIN, Observation, Profiles, observe_session
+from ctxfold.engine.state import KEYS, JsonFileStore, MemoryStore
+from ctxfold.errors import ConfigError, UsageError
+from ctxfold.strategies.summary import SUMMARY_OPEN
+from ctxfold.tokens.session import Request
+from ctxfold.transcript.model import Message, TextPart
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
 def test_sessions_of_the_same_project_come_first(tmp_path: Path) -> None:
     """Sessions run in the same directory share its memory files, MCP servers and hooks: one of
     them says more about the next one's hidden prompt than the harness's median does."""
-    from ctxfold.core.engine.profile import project_key
+    from ctxfold.engine.profile import project_key
 
     prof = Profiles(tmp_path / "p.json")
     here, there = project_key("/home/me/app"), project_key("/home/me/other")
@@ -275,7 +275,7 @@ def test_a_format_of_any_model_keeps_providers_apart(tmp_path: Path) -> None:
 def test_the_project_a_log_names(rel: str, cwd: str) -> None:
     from conftest import real
 
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.tokens.estimate import estimate_file
 
     assert estimate_file(real(rel)).replay.project == cwd
 
@@ -320,8 +320,8 @@ def test_prediction_after_a_trailing_compaction_starts_from_the_summary(tmp_path
     stale (the seed rule's ``max(real_prev, …)`` would still say 24,000)."""
     from conftest import write_jsonl
 
-    from ctxfold.core.engine.now import predict_now
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.engine.now import predict_now
+    from ctxfold.tokens.estimate import estimate_file
 
     big = "lorem ipsum dolor sit amet " * 2_000
     header = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}

@@ -12,8 +12,8 @@ from conftest import FIXTURES, claude_usage_lines, real, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.tokens.encodings import get_encoding
-from ctxfold.core.tokens.estimate import estimate_file
+from ctxfold.tokens.encodings import get_encoding
+from ctxfold.tokens.estimate import estimate_file
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
@@ -210,7 +210,7 @@ def _as_of_last_request(log: Path, tmp: Path) -> tuple[Path, int]:
 def test_predicted_next_request_is_what_the_provider_then_counted(path: Path, tmp_path: Path) -> None:
     """`estimate` on a log cut just before its last response predicts that request: the same
     number the report's replay of the whole log predicted for it, and close to the real count."""
-    from ctxfold.core.engine.replay import report_file
+    from ctxfold.engine.replay import report_file
 
     cut, real_tokens = _as_of_last_request(path, tmp_path)
     result = runner.invoke(app, ["estimate", "--json", "--no-profile", str(cut)])

@@ -14,11 +14,11 @@ import pytest
 from conftest import FIXTURES, write_jsonl
 from typer.testing import CliRunner
 
+from ctxfold.atomic import write_atomic
 from ctxfold.cli.app import app
 from ctxfold.cli.errors import EXIT_BROKEN_PIPE
-from ctxfold.core.atomic import write_atomic
-from ctxfold.core.config import load_config
-from ctxfold.core.engine.profile import Observation, Profiles
+from ctxfold.config import load_config
+from ctxfold.engine.profile import Observation, Profiles
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"

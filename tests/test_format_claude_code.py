@@ -46,9 +46,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import claude_code, loader, registry
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats import claude_code, loader, registry
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,
@@ -284,7 +284,7 @@ def test_subagent_transcript_is_its_own_main_chain() -> None:
     """Claude Code 2.x writes each sub-agent's conversation to <session>/subagents/agent-<id>.jsonl,
     every line ``isSidechain: true`` with its ``agentId``: read alone, that chain is the main one.
     Real counts from the fixture's usage: 3 + 9,120 + 0 and 5 + 118 + 9,120."""
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.tokens.estimate import estimate_file
 
     es = entries(SUBAGENT)
     msgs = messages(es)
@@ -299,7 +299,7 @@ def test_subagent_transcript_is_its_own_main_chain() -> None:
 def test_subagent_transcript_starting_with_a_system_line(tmp_path: Path) -> None:
     """A compacted sub-agent transcript (ctxfold's own output) starts with its compact_boundary
     line: the agent is recognised there too, before any user or assistant line."""
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.tokens.estimate import estimate_file
 
     lines = SUBAGENT.read_text().splitlines()
     first = json.loads(lines[0])
@@ -332,9 +332,9 @@ def test_agent_side_chains_inside_a_main_session_stay_side(tmp_path: Path) -> No
 def test_subagent_transcripts_learn_their_own_profile(tmp_path: Path) -> None:
     """A sub-agent (its own prompt and tools) is its own source in the profile, and shares no
     session key with its parent session although both carry the same session id."""
-    from ctxfold.core.engine.now import learn_from
-    from ctxfold.core.engine.profile import Profiles, key_for, session_key
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.engine.now import learn_from
+    from ctxfold.engine.profile import Profiles, key_for, session_key
+    from ctxfold.tokens.estimate import estimate_file
 
     est = estimate_file(SUBAGENT)
     profiles = Profiles(tmp_path / "profile.json")

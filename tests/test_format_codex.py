@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REAL, real, real_files, sniff_head
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import codex, loader, registry
-from ctxfold.core.formats.base import Line
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats import codex, loader, registry
+from ctxfold.formats.base import Line
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,

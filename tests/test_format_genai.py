@@ -15,10 +15,10 @@ import pytest
 from api_formats import Expect, entries, expect_of, other_files, tool_results
 from conftest import FIXTURES, detect, sniff_head
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import genai, loader
-from ctxfold.core.formats.base import Line
-from ctxfold.core.transcript.model import ApiError, ContextUpdate, MediaPart, Message, ThinkingPart
+from ctxfold.errors import LineError
+from ctxfold.formats import genai, loader
+from ctxfold.formats.base import Line
+from ctxfold.transcript.model import ApiError, ContextUpdate, MediaPart, Message, ThinkingPart
 
 DIR = FIXTURES / "genai"
 

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import litellm, loader, registry
-from ctxfold.core.formats.base import Line
-from ctxfold.core.formats.openai_common import (
+from ctxfold.errors import LineError
+from ctxfold.formats import litellm, loader, registry
+from ctxfold.formats.base import Line
+from ctxfold.formats.openai_common import (
     message_from_openai,
     tooldef_from_openai,
     usage_from_openai,
 )
-from ctxfold.core.transcript.model import (
+from ctxfold.transcript.model import (
     ApiError,
     ContextReset,
     ContextUpdate,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import loader, openhands, registry
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats import loader, openhands, registry
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextReset,
     ContextUpdate,
@@ -245,7 +245,7 @@ def test_streaming() -> None:
 
 def _example_tokens(group: list[Entry]) -> list[int]:
     """The unlogged function-calling text each system update of an instance declares."""
-    from ctxfold.core.transcript.model import harness_tokens
+    from ctxfold.transcript.model import harness_tokens
 
     return [n for e in group if isinstance(e, ContextUpdate) and (n := harness_tokens(e))]
 
@@ -273,9 +273,9 @@ def test_function_calling_text_is_a_fixed_part_of_every_request(tmp_path: Path) 
     """The example is counted with the system prompt in every request, so it survives compaction
     (OpenHands wraps whatever user message comes first), and a native instance after a mock one
     drops it, even one whose history has no system event."""
-    from ctxfold.core.tokens.counting import Counter
-    from ctxfold.core.tokens.estimate import estimate_file
-    from ctxfold.core.tokens.tokenizers import get_tokenizer
+    from ctxfold.tokens.counting import Counter
+    from ctxfold.tokens.estimate import estimate_file
+    from ctxfold.tokens.tokenizers import get_tokenizer
 
     t = openhands.MOCK_FNCALL_TOKENS
     lines = (FIXTURES / "openhands" / "function-calling.jsonl").read_text().splitlines()

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import loader, pi, registry
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats import loader, pi, registry
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from ctxfold.core.compaction.guard import ContextGuard, prompt_tokens_of
-from ctxfold.core.engine.state import JsonFileStore, MemoryStore
-from ctxfold.core.errors import ConfigError, UsageError
-from ctxfold.core.formats.base import is_overflow, parse_overflow
-from ctxfold.core.formats.messages import from_dict
-from ctxfold.core.providers.errors import ProviderError
-from ctxfold.core.providers.offline import OfflineSummarizer
-from ctxfold.core.strategies.summary import SUMMARY_OPEN
-from ctxfold.core.transcript.model import Message, TextPart
+from ctxfold.compaction.guard import ContextGuard, prompt_tokens_of
+from ctxfold.engine.state import JsonFileStore, MemoryStore
+from ctxfold.errors import ConfigError, UsageError
+from ctxfold.formats.base import is_overflow, parse_overflow
+from ctxfold.formats.messages import from_dict
+from ctxfold.providers.errors import ProviderError
+from ctxfold.providers.offline import OfflineSummarizer
+from ctxfold.strategies.summary import SUMMARY_OPEN
+from ctxfold.transcript.model import Message, TextPart
 
 TASK = "Refactor src/ and make the failing tests pass."
 TOOLS = [{"type": "function", "function": {"name": "read", "description": "Read a file",
@@ -203,7 +203,7 @@ def test_the_default_summary_keeps_the_task_and_reads_everything() -> None:
 
 
 def prepared_request() -> Any:
-    from ctxfold.core.providers.base import SummaryRequest
+    from ctxfold.providers.base import SummaryRequest
 
     return SummaryRequest([Message("user", (TextPart(TASK),))], 500)
 
@@ -235,7 +235,7 @@ def test_sdk_objects_are_read_as_their_dicts() -> None:
 
 
 def test_a_config_file_applies_when_given(tmp_path: Path) -> None:
-    from ctxfold.core.config import load_config
+    from ctxfold.config import load_config
 
     path = tmp_path / "ctxfold.toml"
     path.write_text(

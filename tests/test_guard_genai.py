@@ -20,12 +20,12 @@ import orjson
 import pytest
 from conftest import FIXTURES, ROOT, write_jsonl
 
-from ctxfold.core.compaction.guard import ContextGuard, prompt_tokens_of
-from ctxfold.core.engine.state import MemoryStore
-from ctxfold.core.formats import loader
-from ctxfold.core.formats.base import parse_overflow
-from ctxfold.core.strategies.summary import SUMMARY_OPEN
-from ctxfold.core.transcript.model import ContextUpdate, Message
+from ctxfold.compaction.guard import ContextGuard, prompt_tokens_of
+from ctxfold.engine.state import MemoryStore
+from ctxfold.formats import loader
+from ctxfold.formats.base import parse_overflow
+from ctxfold.strategies.summary import SUMMARY_OPEN
+from ctxfold.transcript.model import ContextUpdate, Message
 
 types = pytest.importorskip("google.genai.types")
 genai_errors = pytest.importorskip("google.genai.errors")

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, write_jsonl
 
-from ctxfold.core.compaction.guard import ContextGuard
-from ctxfold.core.formats import loader
-from ctxfold.core.formats.messages import from_dict, shape_of
-from ctxfold.core.strategies.summary import SUMMARY_OPEN
-from ctxfold.core.transcript.model import ContextUpdate, Message
+from ctxfold.compaction.guard import ContextGuard
+from ctxfold.formats import loader
+from ctxfold.formats.messages import from_dict, shape_of
+from ctxfold.strategies.summary import SUMMARY_OPEN
+from ctxfold.transcript.model import ContextUpdate, Message
 
 TASK = "Find out why CI fails and fix it."
 SHELL = {"type": "function", "name": "shell", "description": "Run a command.",

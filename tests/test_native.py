@@ -10,10 +10,10 @@ import orjson
 import pytest
 from conftest import FIXTURES, ROOT, write_jsonl
 
-from ctxfold.core.formats import native
-from ctxfold.core.formats.loader import load
-from ctxfold.core.transcript import codec
-from ctxfold.core.transcript import model as m
+from ctxfold.formats import native
+from ctxfold.formats.loader import load
+from ctxfold.transcript import codec
+from ctxfold.transcript import model as m
 
 SCHEMA = json.loads((ROOT / "core" / "schemas" / "ctxfold-transcript.schema.json").read_text())
 SAMPLES = sorted((FIXTURES / "ctxfold").glob("*.jsonl"))
@@ -76,7 +76,7 @@ def test_every_kind_round_trips_and_validates() -> None:
 def test_a_declared_hidden_prompt_is_counted(tmp_path: Path) -> None:
     """A context entry's extra.harness_tokens declares unlogged per-request text by its size:
     counted with the system prompt, and kept by compaction in the output's context entry."""
-    from ctxfold.core.tokens.estimate import estimate_file
+    from ctxfold.tokens.estimate import estimate_file
 
     header = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}
     user = {"type": "message", "role": "user", "parts": [{"type": "text", "text": "Fix the checkout total"}]}

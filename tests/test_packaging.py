@@ -1,4 +1,4 @@
-"""The package installs as ctxfold.core / ctxfold.cli, with every subpackage, never a top-level core or cli."""
+"""core/ installs as ctxfold and cli/ as ctxfold.cli, with every subpackage, never a top-level core or cli."""
 
 from __future__ import annotations
 
@@ -15,21 +15,19 @@ else:  # pragma: no cover
 def test_every_subpackage_is_listed() -> None:
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(conf["packages"])
-    for top in ("core", "cli"):
+    for top, name in (("core", "ctxfold"), ("cli", "ctxfold.cli")):
         for init in (ROOT / top).rglob("__init__.py"):
-            rel = init.parent.relative_to(ROOT).parts
-            if "_root" in rel:
-                continue
-            assert "ctxfold." + ".".join(rel) in listed, f"{init.parent} is not installed"
+            rel = init.parent.relative_to(ROOT / top).parts
+            assert ".".join((name, *rel)) in listed, f"{init.parent} is not installed"
     assert "core" not in listed and "cli" not in listed
-    assert conf["package-dir"] == {"ctxfold": "cli/_root", "ctxfold.core": "core", "ctxfold.cli": "cli"}
+    assert conf["package-dir"] == {"ctxfold": "core", "ctxfold.cli": "cli"}
 
 
 def test_imports_resolve_to_the_repository() -> None:
+    import ctxfold
     import ctxfold.cli
-    import ctxfold.core
 
-    assert ctxfold.core.__file__ and ctxfold.core.__file__.startswith(str(ROOT / "core"))
+    assert ctxfold.__file__ and ctxfold.__file__.startswith(str(ROOT / "core"))
     assert ctxfold.cli.__file__ and ctxfold.cli.__file__.startswith(str(ROOT / "cli"))
 
 
@@ -49,7 +47,7 @@ def test_core_imports_follow_the_data_flow() -> None:
             continue
         allowed = set(STAGES[: STAGES.index(stage) + 1]) | LEAVES
         for no, line in enumerate(path.read_text().splitlines(), 1):
-            m = re.match(r"\s*(?:from|import) ctxfold\.core\.(\w+)", line)
+            m = re.match(r"\s*(?:from|import) ctxfold\.(\w+)", line)
             if m and m.group(1) not in allowed:
                 bad.append(f"{path.relative_to(ROOT)}:{no} imports {m.group(1)}")
     assert not bad, "\n".join(bad)

@@ -13,10 +13,10 @@ from conftest import FIXTURES, REAL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxfold.core.errors import CtxfoldError
-from ctxfold.core.formats import loader
-from ctxfold.core.formats.loader import load
-from ctxfold.core.formats.registry import FORMATS
+from ctxfold.errors import CtxfoldError
+from ctxfold.formats import loader
+from ctxfold.formats.loader import load
+from ctxfold.formats.registry import FORMATS
 
 SETTINGS = settings(
     max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]

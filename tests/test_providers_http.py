@@ -17,13 +17,13 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.providers.base import SummaryRequest
-from ctxfold.core.providers.errors import MissingKeyError, ProviderError
-from ctxfold.core.providers.registry import make_summarizer
-from ctxfold.core.providers.render import SECTIONS
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.errors import UsageError
+from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.errors import MissingKeyError, ProviderError
+from ctxfold.providers.registry import make_summarizer
+from ctxfold.providers.render import SECTIONS
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 KEY = "sk-test-KEY0123456789abcdefSECRET"
 SUMMARY = "## Current State\nAll good.\n## Todo List\n- [in_progress] Write the migration"

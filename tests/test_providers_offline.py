@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from conftest import real
 
-from ctxfold.core.formats.loader import load
-from ctxfold.core.providers.base import SummaryRequest
-from ctxfold.core.providers.digest import digest
-from ctxfold.core.providers.errors import ProviderError
-from ctxfold.core.providers.offline import OfflineSummarizer
-from ctxfold.core.providers.registry import ChainSummarizer, make_summarizer
-from ctxfold.core.providers.render import SECTIONS
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.formats.loader import load
+from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.digest import digest
+from ctxfold.providers.errors import ProviderError
+from ctxfold.providers.offline import OfflineSummarizer
+from ctxfold.providers.registry import ChainSummarizer, make_summarizer
+from ctxfold.providers.render import SECTIONS
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 TOK = get_tokenizer("o200k")
 OLD_REQUEST = "Please set up the project. " + "Some long background detail. " * 30
@@ -264,7 +264,7 @@ def test_digest_of_real_other_sessions(rel: str, newest: str, file: str | None) 
 def test_errors_are_read_from_each_result_even_when_call_ids_repeat() -> None:
     """Local OpenAI-compatible servers number their calls (call_0 in every turn): each result is
     judged by its own exit status, not by that of the last result with the same id."""
-    from ctxfold.core.providers.facts import gather
+    from ctxfold.providers.facts import gather
 
     def turn(command: str, output: str) -> list[Message]:
         call = ToolCallPart("call_0", "bash", {"command": command})
@@ -284,7 +284,7 @@ def test_errors_are_read_from_each_result_even_when_call_ids_repeat() -> None:
 def test_results_pair_with_their_own_call_in_odd_orders() -> None:
     """A result written before its call still gives the command its status; a reused id does not
     hand a later call's result to an older unanswered command."""
-    from ctxfold.core.providers.facts import gather
+    from ctxfold.providers.facts import gather
 
     def call(cid: str, name: str, args: dict[str, Any]) -> Message:
         return Message("assistant", (ToolCallPart(cid, name, args),))

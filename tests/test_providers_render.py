@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.providers.base import SummaryRequest
-from ctxfold.core.providers.registry import PROVIDERS, make_summarizer, parse_spec
-from ctxfold.core.providers.render import (
+from ctxfold.errors import UsageError
+from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.registry import PROVIDERS, make_summarizer, parse_spec
+from ctxfold.providers.render import (
     SECTIONS,
     ToolResults,
     build_prompt,
@@ -19,9 +19,9 @@ from ctxfold.core.providers.render import (
     short_args,
     system_prompt,
 )
-from ctxfold.core.providers.todos import Todo, extract_todos, todos_from_summary
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.providers.todos import Todo, extract_todos, todos_from_summary
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 TOK = get_tokenizer("o200k")
 
@@ -176,7 +176,7 @@ def test_chain_shape_and_windows() -> None:
 
 def test_sdks_are_imported_lazily() -> None:
     code = (
-        "import sys, ctxfold.core.providers.registry as r; r.make_summarizer('anthropic,openai');"
+        "import sys, ctxfold.providers.registry as r; r.make_summarizer('anthropic,openai');"
         "assert not {'anthropic', 'openai'} & set(sys.modules), sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,9 +13,9 @@ from conftest import FIXTURES, claude_usage_lines, real, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.core.engine.budget import SUMMARY_PROMPT_TOKENS
-from ctxfold.core.engine.replay import report_file
-from ctxfold.core.engine.report_doc import summary
+from ctxfold.engine.budget import SUMMARY_PROMPT_TOKENS
+from ctxfold.engine.replay import report_file
+from ctxfold.engine.report_doc import summary
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"

@@ -27,10 +27,10 @@ import pytest
 import simulation as sim
 from scenarios import BRUTAL, BY_NAME, EXTRA, SCENARIOS, STRESS
 
-from ctxfold.core.engine.budget import WindowTooSmallError
-from ctxfold.core.formats.base import parse_overflow
-from ctxfold.core.strategies.summary import SUMMARIZER_INPUT_RATIO
-from ctxfold.core.transcript.model import Message
+from ctxfold.engine.budget import WindowTooSmallError
+from ctxfold.formats.base import parse_overflow
+from ctxfold.strategies.summary import SUMMARIZER_INPUT_RATIO
+from ctxfold.transcript.model import Message
 
 SEED_DEFAULT_FACTOR = 2.5  # the reference plugin's default heuristic correction factor
 KNOWN_LIMITATION = "Brutal/8k_NoUsageMetadata_BeyondDefault"

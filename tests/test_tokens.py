@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from ctxfold.core.errors import TokenizerError, UsageError
-from ctxfold.core.tokens import encodings, media
-from ctxfold.core.tokens.counting import TOOL_REFERENCE_TOKENS, Counter
-from ctxfold.core.tokens.models import lookup, resolve
-from ctxfold.core.tokens.tokenizers import HeuristicTokenizer, get_tokenizer
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import TokenizerError, UsageError
+from ctxfold.tokens import encodings, media
+from ctxfold.tokens.counting import TOOL_REFERENCE_TOKENS, Counter
+from ctxfold.tokens.models import lookup, resolve
+from ctxfold.tokens.tokenizers import HeuristicTokenizer, get_tokenizer
+from ctxfold.transcript.model import (
     MediaPart,
     Message,
     OpaquePart,

@@ -16,9 +16,9 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.core.formats import anthropic_writer as w
-from ctxfold.core.formats import loader
-from ctxfold.core.transcript.model import ContextReset, TextPart
+from ctxfold.formats import anthropic_writer as w
+from ctxfold.formats import loader
+from ctxfold.transcript.model import ContextReset, TextPart
 
 FMT = "anthropic"
 FILES = sorted((FIXTURES / FMT).glob("*.jsonl"))

@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, detect
 from writer_support import assert_compact, body, read_items, same_context, write_file
 
-from ctxfold.core.formats import (
+from ctxfold.formats import (
     anthropic_writer,
     genai_writer,
     loader,

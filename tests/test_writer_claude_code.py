@@ -40,12 +40,12 @@ from tool_log_writing import (
     write_file,
 )
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import claude_code_writer as W
-from ctxfold.core.formats import loader, registry
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.transcript.context import current_context
-from ctxfold.core.transcript.model import ApiError, CompactionMarker, Message, Transcript
+from ctxfold.errors import LineError
+from ctxfold.formats import claude_code_writer as W
+from ctxfold.formats import loader, registry
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import ApiError, CompactionMarker, Message, Transcript
 
 FILES = files("claude-code", "real/claude-code-sidechains.jsonl")
 # Linkage the writer rebuilds (fresh uuids), and the reader's list of merged line uuids.

@@ -34,12 +34,12 @@ from tool_log_writing import (
     write_file,
 )
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import codex_writer as W
-from ctxfold.core.formats import loader, registry
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.transcript.context import current_context
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats import codex_writer as W
+from ctxfold.formats import loader, registry
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
     Message,

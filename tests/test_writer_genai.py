@@ -19,10 +19,10 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.core.formats import genai_writer as w
-from ctxfold.core.formats import loader
-from ctxfold.core.strategies.mask import placeholder
-from ctxfold.core.transcript.model import (
+from ctxfold.formats import genai_writer as w
+from ctxfold.formats import loader
+from ctxfold.strategies.mask import placeholder
+from ctxfold.transcript.model import (
     ContextReset,
     Entry,
     Message,

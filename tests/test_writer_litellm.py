@@ -22,9 +22,9 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.core.formats import litellm_writer as w
-from ctxfold.core.formats import loader
-from ctxfold.core.transcript.model import ApiError, ContextReset, Message
+from ctxfold.formats import litellm_writer as w
+from ctxfold.formats import loader
+from ctxfold.transcript.model import ApiError, ContextReset, Message
 
 FMT = "litellm"
 FILES = sorted((FIXTURES / FMT).glob("*.jsonl")) + [p for p in real_files() if p.parent.name == FMT]

@@ -9,10 +9,10 @@ import pytest
 from conftest import FIXTURES, detect, real_files, write_jsonl
 from writer_support import SUMMARY, assert_compact, compacted, read_items, write_file
 
-from ctxfold.core.formats import loader
-from ctxfold.core.formats import native_writer as w
-from ctxfold.core.strategies.summary import summary_of
-from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Message
+from ctxfold.formats import loader
+from ctxfold.formats import native_writer as w
+from ctxfold.strategies.summary import summary_of
+from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Message
 
 FMT = "ctxfold"
 ALL = sorted(FIXTURES.glob("*/*.jsonl")) + real_files()

@@ -15,9 +15,9 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.core.formats import loader
-from ctxfold.core.formats import openai_chat_writer as w
-from ctxfold.core.transcript.model import ContextReset
+from ctxfold.formats import loader
+from ctxfold.formats import openai_chat_writer as w
+from ctxfold.transcript.model import ContextReset
 
 FMT = "openai-chat"
 FILES = sorted((FIXTURES / FMT).glob("*.jsonl"))

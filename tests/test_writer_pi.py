@@ -37,12 +37,12 @@ from tool_log_writing import (
     write_file,
 )
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import loader, registry
-from ctxfold.core.formats import pi_writer as W
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.transcript.context import current_context
-from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
+from ctxfold.errors import LineError
+from ctxfold.formats import loader, registry
+from ctxfold.formats import pi_writer as W
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
 
 FILES = files("pi")
 # Entry keys pi itself writes (version 3), per entry type.

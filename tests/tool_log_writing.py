@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 from conftest import FIXTURES, real_files
 
-from ctxfold.core.formats.validate import validate
-from ctxfold.core.strategies.summary import continuation_message, summary_message
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.validate import validate
+from ctxfold.strategies.summary import continuation_message, summary_message
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
     Message,
@@ -133,5 +133,5 @@ def same_violations(out: Path, original: Path, fmt: str) -> None:
         return sorted(re.sub(r"\(line \d+\)|at line \d+", "", msg) for _, msg in found)
 
     assert norm(violations(out, fmt)) == norm(violations(original, fmt))
-    mod = importlib.import_module(f"ctxfold.core.formats.{fmt.replace('-', '_')}_writer")
+    mod = importlib.import_module(f"ctxfold.formats.{fmt.replace('-', '_')}_writer")
     assert mod.check_file(out) == []

@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 import orjson
 from conftest import detect
 
-from ctxfold.core.formats import api_writing, loader
-from ctxfold.core.strategies.summary import SUMMARY_OPEN, continuation_message, summary_message
-from ctxfold.core.transcript.model import (
+from ctxfold.formats import api_writing, loader
+from ctxfold.strategies.summary import SUMMARY_OPEN, continuation_message, summary_message
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextReset,

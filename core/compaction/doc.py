@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxfold.core.compaction.run import CompactResult
+from ctxfold.compaction.run import CompactResult
 
 
 def compact_doc(r: CompactResult) -> dict[str, Any]:

@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from ctxfold.core.config import Config
-from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
-from ctxfold.core.engine.calibration import (
+from ctxfold.config import Config
+from ctxfold.engine.budget import WindowTooSmallError, fit_budget
+from ctxfold.engine.calibration import (
     DEFAULT_CALIBRATOR,
     PROVIDER_RATIO,
     Calibrator,
@@ -38,22 +38,22 @@ from ctxfold.core.engine.calibration import (
     Prior,
     make_calibrator,
 )
-from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.state import AgentState, MemoryStore, StateStore
-from ctxfold.core.errors import ConfigError, UsageError
-from ctxfold.core.formats.base import is_overflow, parse_overflow
-from ctxfold.core.formats.live import LiveReader
-from ctxfold.core.formats.messages import prompt_tokens_of, system_prompt_texts, tools_from
-from ctxfold.core.names import did_you_mean
-from ctxfold.core.providers.base import Summarizer, SummaryResult
-from ctxfold.core.providers.offline import OfflineSummarizer
-from ctxfold.core.providers.registry import make_summarizer
-from ctxfold.core.settings import effective
-from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, fold, summary_message
-from ctxfold.core.tokens.counting import FRAMING, Counter
-from ctxfold.core.tokens.models import resolve
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import Message, TextPart, ToolDef
+from ctxfold.engine.policy import Policy, make_policy
+from ctxfold.engine.state import AgentState, MemoryStore, StateStore
+from ctxfold.errors import ConfigError, UsageError
+from ctxfold.formats.base import is_overflow, parse_overflow
+from ctxfold.formats.live import LiveReader
+from ctxfold.formats.messages import prompt_tokens_of, system_prompt_texts, tools_from
+from ctxfold.names import did_you_mean
+from ctxfold.providers.base import Summarizer, SummaryResult
+from ctxfold.providers.offline import OfflineSummarizer
+from ctxfold.providers.registry import make_summarizer
+from ctxfold.settings import effective
+from ctxfold.strategies.summary import UNLIMITED_WINDOW, fold, summary_message
+from ctxfold.tokens.counting import FRAMING, Counter
+from ctxfold.tokens.models import resolve
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import Message, TextPart, ToolDef
 
 __all__ = ["ContextGuard", "Decision", "Prepared", "WindowTooSmallError", "prompt_tokens_of"]
 

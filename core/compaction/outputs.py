@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxfold.core.atomic import write_atomic
-from ctxfold.core.compaction.statefile import State
-from ctxfold.core.errors import OutputError, UsageError
-from ctxfold.core.formats.registry import writer
-from ctxfold.core.transcript.model import Transcript
+from ctxfold.atomic import write_atomic
+from ctxfold.compaction.statefile import State
+from ctxfold.errors import OutputError, UsageError
+from ctxfold.formats.registry import writer
+from ctxfold.transcript.model import Transcript
 
 
 @dataclass(frozen=True)

@@ -16,25 +16,25 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ctxfold.core.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
-from ctxfold.core.compaction.statefile import Pass, State, entry_sha256, file_hashes, load_state, now
-from ctxfold.core.config import Config
-from ctxfold.core.engine.budget import WindowTooSmallError, fit_budget
-from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
-from ctxfold.core.engine.now import calibrated, learn_from, prior_for
-from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles
-from ctxfold.core.errors import CtxfoldError, UsageError
-from ctxfold.core.formats.loader import materialize, open_transcript
-from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.core.strategies.base import MIN_SHRINK, StrategyInput, get_strategy
-from ctxfold.core.strategies.summary import UNLIMITED_WINDOW, summary_message
-from ctxfold.core.tokens.counting import Counter
-from ctxfold.core.tokens.estimate import FileEstimate, estimate_entries
-from ctxfold.core.tokens.parallel import workers_for
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.context import Context, current_context
-from ctxfold.core.transcript.model import (
+from ctxfold.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
+from ctxfold.compaction.statefile import Pass, State, entry_sha256, file_hashes, load_state, now
+from ctxfold.config import Config
+from ctxfold.engine.budget import WindowTooSmallError, fit_budget
+from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
+from ctxfold.engine.now import calibrated, learn_from, prior_for
+from ctxfold.engine.policy import Policy, make_policy
+from ctxfold.engine.profile import Profiles
+from ctxfold.errors import CtxfoldError, UsageError
+from ctxfold.formats.loader import materialize, open_transcript
+from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
+from ctxfold.strategies.base import MIN_SHRINK, StrategyInput, get_strategy
+from ctxfold.strategies.summary import UNLIMITED_WINDOW, summary_message
+from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.estimate import FileEstimate, estimate_entries
+from ctxfold.tokens.parallel import workers_for
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.context import Context, current_context
+from ctxfold.transcript.model import (
     HARNESS_TOKENS,
     CompactionMarker,
     ContextUpdate,
@@ -42,7 +42,7 @@ from ctxfold.core.transcript.model import (
     Message,
     Transcript,
 )
-from ctxfold.core.transcript.repair import repair_pairs
+from ctxfold.transcript.repair import repair_pairs
 
 
 class ChangedPrefixError(CtxfoldError):

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.errors import ConfigError
-from ctxfold.core.transcript import codec
-from ctxfold.core.transcript.model import Entry
+from ctxfold.errors import ConfigError
+from ctxfold.transcript import codec
+from ctxfold.transcript.model import Entry
 
 SCHEMA = "ctxfold-state"
 VERSION = 1

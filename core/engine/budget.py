@@ -5,9 +5,9 @@ Shared by the agent-loop guard and the ``compact`` pipeline, so both size a summ
 
 from __future__ import annotations
 
-from ctxfold.core.engine.calibration import Calibrator
-from ctxfold.core.engine.policy import Policy
-from ctxfold.core.errors import CtxfoldError
+from ctxfold.engine.calibration import Calibrator
+from ctxfold.engine.policy import Policy
+from ctxfold.errors import CtxfoldError
 
 MIN_SUMMARY_TOKENS = 200
 CONTINUATION_TOKENS = 100

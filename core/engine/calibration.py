@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.names import did_you_mean
+from ctxfold.errors import UsageError
+from ctxfold.names import did_you_mean
 
 MIN_FACTOR, MAX_FACTOR = 1.0, 5.0
 # Real tokens per o200k token, by provider, when nothing better is known. Measured on the real

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ctxfold.core.engine.replay import Report, Simulation
-from ctxfold.core.tokens.estimate import FileEstimate
-from ctxfold.core.tokens.prices import Price, PriceList
-from ctxfold.core.transcript.model import Usage
+from ctxfold.engine.replay import Report, Simulation
+from ctxfold.tokens.estimate import FileEstimate
+from ctxfold.tokens.prices import Price, PriceList
+from ctxfold.transcript.model import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ctxfold.core.config import Config
-from ctxfold.core.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
-from ctxfold.core.engine.profile import (
+from ctxfold.config import Config
+from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
+from ctxfold.engine.profile import (
     Profiles,
     default_prior,
     key_for,
@@ -20,8 +20,8 @@ from ctxfold.core.engine.profile import (
     session_key,
     source_of,
 )
-from ctxfold.core.formats.loader import Opened
-from ctxfold.core.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
+from ctxfold.formats.loader import Opened
+from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
 
 
 def _key(est: FileEstimate) -> str:

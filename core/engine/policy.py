@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxfold.core.errors import UsageError
+from ctxfold.errors import UsageError
 
 LARGE_WINDOW = 200_000
 FIXED_BUFFER = 20_000

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.atomic import write_atomic
-from ctxfold.core.engine.calibration import (
+from ctxfold.atomic import write_atomic
+from ctxfold.engine.calibration import (
     MAX_RATIO,
     MIN_RATIO,
     PROVIDER_RATIO,
@@ -31,10 +31,10 @@ from ctxfold.core.engine.calibration import (
     Prior,
     split_first,
 )
-from ctxfold.core.errors import ConfigError, OutputError
-from ctxfold.core.paths import cache_dir
-from ctxfold.core.tokens.models import lookup
-from ctxfold.core.tokens.session import Request
+from ctxfold.errors import ConfigError, OutputError
+from ctxfold.paths import cache_dir
+from ctxfold.tokens.models import lookup
+from ctxfold.tokens.session import Request
 
 # 2: Claude Code attachment lines, summarized thinking and ToolSearch references are counted, so
 # what version 1 learned (hidden overhead ~2–4k too high, ratios) no longer fits; a profile of

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ctxfold.core.config import Config
-from ctxfold.core.engine.budget import CONTINUATION_TOKENS, SUMMARY_PROMPT_TOKENS
-from ctxfold.core.engine.calibration import (
+from ctxfold.config import Config
+from ctxfold.engine.budget import CONTINUATION_TOKENS, SUMMARY_PROMPT_TOKENS
+from ctxfold.engine.calibration import (
     DEFAULT_CALIBRATOR,
     MAX_RATIO,
     MIN_RATIO,
@@ -22,13 +22,13 @@ from ctxfold.core.engine.calibration import (
     Prior,
     make_calibrator,
 )
-from ctxfold.core.engine.now import learn_from, prior_for
-from ctxfold.core.engine.policy import Policy, make_policy
-from ctxfold.core.engine.profile import Profiles
-from ctxfold.core.formats.loader import Opened
-from ctxfold.core.settings import setting
-from ctxfold.core.tokens.estimate import FileEstimate, estimate_file
-from ctxfold.core.tokens.prices import PriceList
+from ctxfold.engine.now import learn_from, prior_for
+from ctxfold.engine.policy import Policy, make_policy
+from ctxfold.engine.profile import Profiles
+from ctxfold.formats.loader import Opened
+from ctxfold.settings import setting
+from ctxfold.tokens.estimate import FileEstimate, estimate_file
+from ctxfold.tokens.prices import PriceList
 
 SUMMARIZER_SHARE = 0.80  # the seeds' cap on the summarizing call's input, of the window
 

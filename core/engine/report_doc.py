@@ -8,9 +8,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ctxfold.core.engine.cost import Cost, recorded_cost, simulated_cost
-from ctxfold.core.engine.replay import Report, Row
-from ctxfold.core.tokens.prices import PRICE_KEYS, Price
+from ctxfold.engine.cost import Cost, recorded_cost, simulated_cost
+from ctxfold.engine.replay import Report, Row
+from ctxfold.tokens.prices import PRICE_KEYS, Price
 
 
 def _pct(xs: list[float], p: float) -> float | None:
@@ -95,7 +95,7 @@ def _bill(c: Cost | None) -> dict[str, Any] | None:
 
 
 def cost(report: Report) -> dict[str, Any]:
-    """What the session's calls cost (see :mod:`ctxfold.core.engine.cost`), in USD."""
+    """What the session's calls cost (see :mod:`ctxfold.engine.cost`), in USD."""
     rec = recorded_cost(report.estimate, report.prices)
     sim = simulated_cost(report, report.prices)
     simulated = _bill(sim)

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from ctxfold.core.atomic import write_atomic
-from ctxfold.core.errors import ConfigError
+from ctxfold.atomic import write_atomic
+from ctxfold.errors import ConfigError
 
 PREFIX = "__context_guard_"
 KEYS = ("summary", "contents_at_compaction", "summarized_at", "real_tokens", "last_heuristic", "calibration")

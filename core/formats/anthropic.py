@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.anthropic_blocks import block_part, system_texts, tooldef, usage_from_anthropic
-from ctxfold.core.formats.base import Line, get_str, need, obj, parse_overflow, rest, score_lines
-from ctxfold.core.formats.requestlog import PrefixTracker
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats.anthropic_blocks import block_part, system_texts, tooldef, usage_from_anthropic
+from ctxfold.formats.base import Line, get_str, need, obj, parse_overflow, rest, score_lines
+from ctxfold.formats.requestlog import PrefixTracker
+from ctxfold.transcript.model import (
     ApiError,
     ContextReset,
     ContextUpdate,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, b64_size, get_str, need, rest
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, as_int, b64_size, get_str, need, rest
+from ctxfold.transcript.model import (
     MediaPart,
     OpaquePart,
     Part,

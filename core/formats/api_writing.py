@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats import registry
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats import registry
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextReset,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.transcript.model import Entry
+from ctxfold.errors import LineError
+from ctxfold.transcript.model import Entry
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,10 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ctxfold.core.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
-from ctxfold.core.formats.claude_code_attachments import render as render_attachment
-from ctxfold.core.formats.claude_code_parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
+from ctxfold.formats.claude_code_attachments import render as render_attachment
+from ctxfold.formats.claude_code_parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,

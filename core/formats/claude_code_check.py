@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.formats.validate import TurnCalls
-from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message
+from ctxfold.errors import LineError
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.formats.validate import TurnCalls
+from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Entry, Message
 
 _CONVERSATION = ("user", "assistant", "system")
 _LINKED = (*_CONVERSATION, "attachment", "progress")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.anthropic_blocks import usage_from_anthropic
-from ctxfold.core.formats.base import Line, b64_size, get_str, need, rest
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats.anthropic_blocks import usage_from_anthropic
+from ctxfold.formats.base import Line, b64_size, get_str, need, rest
+from ctxfold.transcript.model import (
     MediaPart,
     OpaquePart,
     Part,

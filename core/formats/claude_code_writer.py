@@ -31,11 +31,11 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.formats.anthropic_writer import usage_dict
-from ctxfold.core.formats.base import now_iso, zeroed
-from ctxfold.core.formats.claude_code_check import check, check_file
-from ctxfold.core.formats.claude_code_parts import SYNTHETIC
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.anthropic_writer import usage_dict
+from ctxfold.formats.base import now_iso, zeroed
+from ctxfold.formats.claude_code_check import check, check_file
+from ctxfold.formats.claude_code_parts import SYNTHETIC
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,

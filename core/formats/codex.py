@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, get_str, need, obj, parse_overflow, rest
-from ctxfold.core.formats.codex_items import item_message
-from ctxfold.core.transcript.model import ApiError, CompactionMarker, ContextUpdate, Entry, Message, Usage
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, as_int, get_str, need, obj, parse_overflow, rest
+from ctxfold.formats.codex_items import item_message
+from ctxfold.transcript.model import ApiError, CompactionMarker, ContextUpdate, Entry, Message, Usage
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout JSONL (session_meta / response_item / event_msg / turn_context lines)"

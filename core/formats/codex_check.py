@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.transcript.model import CompactionMarker, ContextUpdate, Entry, Message
+from ctxfold.errors import LineError
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Entry, Message
 
 _META_FIELDS = ("timestamp", "cwd", "originator", "cli_version")
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, b64_size, get_list, get_str, need, rest
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, b64_size, get_list, get_str, need, rest
+from ctxfold.transcript.model import (
     MediaPart,
     Message,
     OpaquePart,

@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.formats.base import now_iso
-from ctxfold.core.formats.codex_check import check, check_file
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.base import now_iso
+from ctxfold.formats.codex_check import check, check_file
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, epoch_iso, get_dict, get_str, obj, rest, score_lines
-from ctxfold.core.formats.genai_parts import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, epoch_iso, get_dict, get_str, obj, rest, score_lines
+from ctxfold.formats.genai_parts import (
     ROLES,
     Calls,
     api_error,
@@ -36,8 +36,8 @@ from ctxfold.core.formats.genai_parts import (
     tooldefs,
     usage_from_genai,
 )
-from ctxfold.core.formats.requestlog import PrefixTracker
-from ctxfold.core.transcript.model import ContextReset, ContextUpdate, Entry, Message
+from ctxfold.formats.requestlog import PrefixTracker
+from ctxfold.transcript.model import ContextReset, ContextUpdate, Entry, Message
 
 NAME = "genai"
 DESCRIPTION = "Google genai / Gemini: Content lines, ADK events, generateContent requests and responses"

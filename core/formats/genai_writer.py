@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.formats.api_writing import (
+from ctxfold.formats.api_writing import (
     Segment,
     current,
     dumps,
@@ -38,7 +38,7 @@ from ctxfold.core.formats.api_writing import (
     split_items,
     with_model,
 )
-from ctxfold.core.transcript.model import (
+from ctxfold.transcript.model import (
     ApiError,
     ContextUpdate,
     Entry,

@@ -9,8 +9,8 @@ from typing import BinaryIO
 
 import orjson
 
-from ctxfold.core.errors import InputError, LineError
-from ctxfold.core.formats.base import Line
+from ctxfold.errors import InputError, LineError
+from ctxfold.formats.base import Line
 
 STDIN = "-"
 BOM = b"\xef\xbb\xbf"  # written by some Windows tools; not JSON, so dropped from the first line

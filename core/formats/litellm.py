@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import (
     Line,
     ListReader,
     as_int,
@@ -22,14 +22,14 @@ from ctxfold.core.formats.base import (
     parse_overflow,
     rest,
 )
-from ctxfold.core.formats.openai_common import (
+from ctxfold.formats.openai_common import (
     content_parts,
     message_from_openai,
     tooldef_from_openai,
     usage_from_openai,
 )
-from ctxfold.core.formats.requestlog import PrefixTracker
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.requestlog import PrefixTracker
+from ctxfold.transcript.model import (
     ApiError,
     ContextReset,
     ContextUpdate,

@@ -15,10 +15,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.formats import openai_chat_writer
-from ctxfold.core.formats.api_writing import current, dumps, read_items, segments
-from ctxfold.core.formats.openai_chat_writer import message_dicts, tool_dict
-from ctxfold.core.transcript.model import ApiError, Entry, Message, Transcript
+from ctxfold.formats import openai_chat_writer
+from ctxfold.formats.api_writing import current, dumps, read_items, segments
+from ctxfold.formats.openai_chat_writer import message_dicts, tool_dict
+from ctxfold.transcript.model import ApiError, Entry, Message, Transcript
 
 # Message extras the reader takes from the line or its response, not from the message.
 _LINE_KEYS = ("choice", "response", "other_choices", "log")

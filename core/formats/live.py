@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxfold.core.formats.genai_parts import Calls
-from ctxfold.core.formats.messages import from_dict, shape_of, to_plain
-from ctxfold.core.transcript.model import Message
+from ctxfold.formats.genai_parts import Calls
+from ctxfold.formats.messages import from_dict, shape_of, to_plain
+from ctxfold.transcript.model import Message
 
 
 class LiveReader:

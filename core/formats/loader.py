@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.errors import EmptyInputError, LineError, UnknownFormatError
-from ctxfold.core.formats import registry
-from ctxfold.core.formats.base import Line, Reader
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.transcript.model import ContextUpdate, Entry, Message, Transcript
+from ctxfold.errors import EmptyInputError, LineError, UnknownFormatError
+from ctxfold.formats import registry
+from ctxfold.formats.base import Line, Reader
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.model import ContextUpdate, Entry, Message, Transcript
 
 SNIFF_LINES = 25
 # A reader bug (KeyError, TypeError…) on a strange line becomes a LineError naming the line, so

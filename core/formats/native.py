@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, need, obj
-from ctxfold.core.transcript import codec
-from ctxfold.core.transcript.model import ContextUpdate, Entry
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, need, obj
+from ctxfold.transcript import codec
+from ctxfold.transcript.model import ContextUpdate, Entry
 
 NAME = "ctxfold"
 DESCRIPTION = "ctxfold native JSONL (header line, then one entry per line)"

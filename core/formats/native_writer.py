@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ctxfold.core.formats import native
-from ctxfold.core.formats.api_writing import dumps, read_items
-from ctxfold.core.formats.base import Line
-from ctxfold.core.transcript import codec
-from ctxfold.core.transcript.model import (
+from ctxfold.formats import native
+from ctxfold.formats.api_writing import dumps, read_items
+from ctxfold.formats.base import Line
+from ctxfold.transcript import codec
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
     Entry,

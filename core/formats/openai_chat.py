@@ -24,16 +24,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_str, need, obj, rest, score_lines
-from ctxfold.core.formats.openai_common import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, get_str, need, obj, rest, score_lines
+from ctxfold.formats.openai_common import (
     api_error,
     message_from_openai,
     tooldef_from_openai,
     usage_from_openai,
 )
-from ctxfold.core.formats.requestlog import PrefixTracker
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.requestlog import PrefixTracker
+from ctxfold.transcript.model import (
     ContextReset,
     ContextUpdate,
     Entry,

@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, as_int, b64_size, get_dict, get_str, need, parse_overflow, rest
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, as_int, b64_size, get_dict, get_str, need, parse_overflow, rest
+from ctxfold.transcript.model import (
     ApiError,
     MediaPart,
     Message,

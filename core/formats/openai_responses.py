@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, get_str, need, obj, score_lines
-from ctxfold.core.formats.openai_common import api_error, tooldef_from_openai
-from ctxfold.core.formats.openai_responses_items import item_message, usage_from_responses
-from ctxfold.core.formats.requestlog import PrefixTracker
-from ctxfold.core.transcript.model import ContextReset, ContextUpdate, Entry, Message, Usage
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, get_str, need, obj, score_lines
+from ctxfold.formats.openai_common import api_error, tooldef_from_openai
+from ctxfold.formats.openai_responses_items import item_message, usage_from_responses
+from ctxfold.formats.requestlog import PrefixTracker
+from ctxfold.transcript.model import ContextReset, ContextUpdate, Entry, Message, Usage
 
 NAME = "openai-responses"
 DESCRIPTION = "OpenAI Responses API: input/output items, request lines {input, instructions} and responses"

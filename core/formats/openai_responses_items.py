@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, b64_size, get_str, need, rest
-from ctxfold.core.formats.openai_common import content_parts, media_from_url, usage_from_openai
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, b64_size, get_str, need, rest
+from ctxfold.formats.openai_common import content_parts, media_from_url, usage_from_openai
+from ctxfold.transcript.model import (
     MediaPart,
     Message,
     OpaquePart,

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.formats.api_writing import (
+from ctxfold.formats.api_writing import (
     current,
     data_url,
     dumps,
@@ -34,7 +34,7 @@ from ctxfold.core.formats.api_writing import (
     split_items,
     with_model,
 )
-from ctxfold.core.transcript.model import (
+from ctxfold.transcript.model import (
     ApiError,
     ContextUpdate,
     Entry,

@@ -23,15 +23,15 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.base import Line, ListReader, as_int, get_dict, get_str, need, obj, rest
-from ctxfold.core.formats.openai_common import (
+from ctxfold.errors import LineError
+from ctxfold.formats.base import Line, ListReader, as_int, get_dict, get_str, need, obj, rest
+from ctxfold.formats.openai_common import (
     media_from_url,
     message_from_openai,
     tooldef_from_openai,
     usage_from_openai,
 )
-from ctxfold.core.transcript.model import (
+from ctxfold.transcript.model import (
     HARNESS_TOKENS,
     CompactionMarker,
     ContextReset,

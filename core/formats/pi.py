@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxfold.core.formats.base import (
+from ctxfold.formats.base import (
     Line,
     ListReader,
     as_int,
@@ -30,7 +30,7 @@ from ctxfold.core.formats.base import (
     parse_overflow,
     rest,
 )
-from ctxfold.core.transcript.model import (
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.errors import LineError
-from ctxfold.core.formats.jsonl import iter_lines
-from ctxfold.core.formats.validate import TurnCalls
-from ctxfold.core.transcript.model import ContextUpdate, Entry, Message
+from ctxfold.errors import LineError
+from ctxfold.formats.jsonl import iter_lines
+from ctxfold.formats.validate import TurnCalls
+from ctxfold.transcript.model import ContextUpdate, Entry, Message
 
 
 def check(items: Sequence[tuple[int, Entry]]) -> list[tuple[int, str]]:

@@ -25,10 +25,10 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.formats.base import now_iso, zeroed
-from ctxfold.core.formats.pi import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
-from ctxfold.core.formats.pi_check import check, check_file
-from ctxfold.core.transcript.model import (
+from ctxfold.formats.base import now_iso, zeroed
+from ctxfold.formats.pi import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
+from ctxfold.formats.pi_check import check, check_file
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
     MediaPart,

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.names import did_you_mean
+from ctxfold.errors import UsageError
+from ctxfold.names import did_you_mean
 
-_PKG = "ctxfold.core.formats"
+_PKG = "ctxfold.formats"
 
 FORMATS: dict[str, str] = {
     "ctxfold": f"{_PKG}.native",

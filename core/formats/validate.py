@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.core.errors import InputError, LineError
-from ctxfold.core.formats.loader import Opened, open_transcript
-from ctxfold.core.formats.registry import WRITERS
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import InputError, LineError
+from ctxfold.formats.loader import Opened, open_transcript
+from ctxfold.formats.registry import WRITERS
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextReset,
     Entry,

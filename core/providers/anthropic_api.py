@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxfold.core.providers.remote import RemoteSummarizer, usage_of
-from ctxfold.core.providers.render import Prompt
+from ctxfold.providers.remote import RemoteSummarizer, usage_of
+from ctxfold.providers.render import Prompt
 
 
 class AnthropicSummarizer(RemoteSummarizer):

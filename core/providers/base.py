@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxfold.core.transcript.model import Message
+from ctxfold.transcript.model import Message
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from ctxfold.core.transcript.model import ToolCallPart
+from ctxfold.transcript.model import ToolCallPart
 
 CODE_TOOLS = frozenset({"exec"})
 _INNER = re.compile(r"\btools\.(\w+)\(\s*")

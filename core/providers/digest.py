@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxfold.core.providers.base import SummaryRequest
-from ctxfold.core.providers.facts import Facts, gather, recorded_summary
-from ctxfold.core.providers.render import SECTIONS, clip
-from ctxfold.core.providers.todos import current_todos, todos_from_summary
-from ctxfold.core.tokens.tokenizers import Tokenizer, get_tokenizer
+from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.facts import Facts, gather, recorded_summary
+from ctxfold.providers.render import SECTIONS, clip
+from ctxfold.providers.todos import current_todos, todos_from_summary
+from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 
 OLD_REQUEST_CHARS = 300
 COMMAND_CHARS = 160

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ctxfold.core.errors import CtxfoldError
+from ctxfold.errors import CtxfoldError
 
 REDACTED = "[REDACTED]"
 # Key-shaped tokens a server may quote back even when they are not ours (or are partly masked).

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxfold.core.providers.calls import inner_calls
-from ctxfold.core.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.providers.calls import inner_calls
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
 SHELL_TOOLS = {

@@ -1,6 +1,6 @@
 """The ``offline`` provider: no network, same answer every time; and the tests' double.
 
-By default it returns the digest (:mod:`ctxfold.core.providers.digest`). Given ``scripted``
+By default it returns the digest (:mod:`ctxfold.providers.digest`). Given ``scripted``
 outputs it returns those in order instead, so a test can drive compaction with known summaries
 (or make a call fail by scripting an exception) and then check that every one was used::
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 
-from ctxfold.core.providers.base import SummaryRequest, SummaryResult
-from ctxfold.core.providers.digest import digest
+from ctxfold.providers.base import SummaryRequest, SummaryResult
+from ctxfold.providers.digest import digest
 
 
 class OfflineSummarizer:

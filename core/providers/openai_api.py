@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, RemoteSummarizer, usage_of
-from ctxfold.core.providers.render import Prompt, ToolResults
+from ctxfold.errors import UsageError
+from ctxfold.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, RemoteSummarizer, usage_of
+from ctxfold.providers.render import Prompt, ToolResults
 
 APIS = ("chat", "responses")
 

@@ -21,19 +21,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.names import did_you_mean
-from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.core.providers.errors import ProviderError
-from ctxfold.core.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from ctxfold.core.providers.render import ToolResults
+from ctxfold.errors import UsageError
+from ctxfold.names import did_you_mean
+from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
+from ctxfold.providers.errors import ProviderError
+from ctxfold.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ctxfold.providers.render import ToolResults
 
 PROVIDERS: dict[str, str] = {
-    "offline": "ctxfold.core.providers.offline:OfflineSummarizer",
-    "anthropic": "ctxfold.core.providers.anthropic_api:AnthropicSummarizer",
-    "openai": "ctxfold.core.providers.openai_api:OpenAISummarizer",
-    "openai-responses": "ctxfold.core.providers.openai_api:OpenAIResponsesSummarizer",
-    "openai-compatible": "ctxfold.core.providers.openai_api:OpenAICompatibleSummarizer",
+    "offline": "ctxfold.providers.offline:OfflineSummarizer",
+    "anthropic": "ctxfold.providers.anthropic_api:AnthropicSummarizer",
+    "openai": "ctxfold.providers.openai_api:OpenAISummarizer",
+    "openai-responses": "ctxfold.providers.openai_api:OpenAIResponsesSummarizer",
+    "openai-compatible": "ctxfold.providers.openai_api:OpenAICompatibleSummarizer",
 }
 DEFAULT = "offline"
 PerProvider = str | Mapping[str, str] | None  # one value for every provider, or by provider name

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from ctxfold.core.errors import CtxfoldError, UsageError
-from ctxfold.core.providers.base import SummaryRequest, SummaryResult
-from ctxfold.core.providers.errors import MissingKeyError, ProviderError, redact
-from ctxfold.core.providers.render import Prompt, ToolResults, build_prompt
-from ctxfold.core.tokens.models import lookup, resolve
+from ctxfold.errors import CtxfoldError, UsageError
+from ctxfold.providers.base import SummaryRequest, SummaryResult
+from ctxfold.providers.errors import MissingKeyError, ProviderError, redact
+from ctxfold.providers.render import Prompt, ToolResults, build_prompt
+from ctxfold.tokens.models import lookup, resolve
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 2

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.providers.base import SummaryRequest
-from ctxfold.core.providers.todos import Todo, current_todos, format_todos
-from ctxfold.core.tokens.tokenizers import Tokenizer, get_tokenizer
-from ctxfold.core.transcript.model import (
+from ctxfold.errors import UsageError
+from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.todos import Todo, current_todos, format_todos
+from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
+from ctxfold.transcript.model import (
     MediaPart,
     Message,
     OpaquePart,

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.core.providers.calls import inner_calls
-from ctxfold.core.transcript.model import Message, ToolResultPart
+from ctxfold.providers.calls import inner_calls
+from ctxfold.transcript.model import Message, ToolResultPart
 
 _CONTENT_KEYS = ("content", "step", "text", "title", "subject", "task", "description", "name")
 _GENERIC = {"todowrite", "todos", "todo", "writetodos", "updatetodos", "todoupdate", "updatetodo"}

@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ctxfold.core.engine.policy import Policy
-from ctxfold.core.errors import UsageError
-from ctxfold.core.names import did_you_mean
-from ctxfold.core.providers.base import Summarizer, SummaryResult
-from ctxfold.core.tokens.counting import Counter
-from ctxfold.core.transcript.model import Message
+from ctxfold.engine.policy import Policy
+from ctxfold.errors import UsageError
+from ctxfold.names import did_you_mean
+from ctxfold.providers.base import Summarizer, SummaryResult
+from ctxfold.tokens.counting import Counter
+from ctxfold.transcript.model import Message
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,9 @@ class Strategy(Protocol):
 
 
 STRATEGIES: dict[str, str] = {
-    "summary": "ctxfold.core.strategies.summary:SummaryStrategy",
-    "sliding-window": "ctxfold.core.strategies.sliding_window:SlidingWindowStrategy",
-    "mask-observations": "ctxfold.core.strategies.mask:MaskObservationsStrategy",
+    "summary": "ctxfold.strategies.summary:SummaryStrategy",
+    "sliding-window": "ctxfold.strategies.sliding_window:SlidingWindowStrategy",
+    "mask-observations": "ctxfold.strategies.mask:MaskObservationsStrategy",
 }
 
 

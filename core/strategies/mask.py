@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
-from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
+from ctxfold.strategies.base import StrategyInput, StrategyOutput
+from ctxfold.transcript.model import Message, TextPart, ToolResultPart
 
 
 def placeholder(part: ToolResultPart, tokens: int) -> ToolResultPart:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ctxfold.core.strategies.base import StrategyInput, StrategyOutput, replace_messages
-from ctxfold.core.strategies.summary import SummaryStrategy, fold
-from ctxfold.core.transcript.model import Message, ToolCallPart, ToolResultPart
+from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
+from ctxfold.strategies.summary import SummaryStrategy, fold
+from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
 
 TAIL_RATIO = 0.30
 MIN_TAIL = 3

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ctxfold.core.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.core.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
-from ctxfold.core.providers.render import clip
-from ctxfold.core.strategies.base import StrategyInput, StrategyOutput
-from ctxfold.core.tokens.counting import Counter
-from ctxfold.core.transcript.model import Message, TextPart, ToolResultPart
+from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
+from ctxfold.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
+from ctxfold.providers.render import clip
+from ctxfold.strategies.base import StrategyInput, StrategyOutput
+from ctxfold.tokens.counting import Counter
+from ctxfold.transcript.model import Message, TextPart, ToolResultPart
 
 SUMMARIZER_INPUT_RATIO = 0.80
 CLIP_CHARS = 8_000

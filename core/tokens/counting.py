@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from ctxfold.core.tokens import media
-from ctxfold.core.tokens.tokenizers import Tokenizer
-from ctxfold.core.transcript.model import (
+from ctxfold.tokens import media
+from ctxfold.tokens.tokenizers import Tokenizer
+from ctxfold.transcript.model import (
     MediaPart,
     Message,
     OpaquePart,

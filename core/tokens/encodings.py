@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxfold.core.errors import TokenizerError
+from ctxfold.errors import TokenizerError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -118,6 +118,6 @@ def _build(name: str) -> tiktoken.Encoding:
 def _keep_tiktoken_offline() -> None:
     """Point tiktoken's download cache at a private folder, never the shared /tmp default."""
     if "TIKTOKEN_CACHE_DIR" not in os.environ and "DATA_GYM_CACHE_DIR" not in os.environ:
-        from ctxfold.core.paths import cache_dir
+        from ctxfold.paths import cache_dir
 
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir() / "tiktoken")

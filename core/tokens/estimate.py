@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxfold.core.config import Config
-from ctxfold.core.formats.loader import Opened, open_transcript
-from ctxfold.core.settings import setting
-from ctxfold.core.tokens.counting import Counter
-from ctxfold.core.tokens.models import ResolvedModel, resolve
-from ctxfold.core.tokens.parallel import workers_for
-from ctxfold.core.tokens.session import Replay, Request, SessionCounter
-from ctxfold.core.tokens.tokenizers import get_tokenizer
-from ctxfold.core.transcript.model import ContextUpdate, Entry, Message
+from ctxfold.config import Config
+from ctxfold.formats.loader import Opened, open_transcript
+from ctxfold.settings import setting
+from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.models import ResolvedModel, resolve
+from ctxfold.tokens.parallel import workers_for
+from ctxfold.tokens.session import Replay, Request, SessionCounter
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import ContextUpdate, Entry, Message
 
 PEEK = 500
 # A harness that runs one provider's models: a log of it that names no model yet (its first

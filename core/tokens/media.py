@@ -14,7 +14,7 @@ import io
 import math
 import re
 
-from ctxfold.core.transcript.model import MediaPart
+from ctxfold.transcript.model import MediaPart
 
 _HEAD_CHARS = 64 * 1024  # enough for PNG/GIF/WebP headers and JPEG SOF after typical EXIF
 

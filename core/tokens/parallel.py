@@ -29,7 +29,7 @@ def workers_for(size_bytes: int) -> int:
 
 
 def _count(name: str, texts: Sequence[str]) -> list[int]:
-    from ctxfold.core.tokens.tokenizers import get_tokenizer
+    from ctxfold.tokens.tokenizers import get_tokenizer
 
     return get_tokenizer(name).count_batch(texts)
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxfold.core.errors import ConfigError
-from ctxfold.core.tokens.models import normalize
+from ctxfold.errors import ConfigError
+from ctxfold.tokens.models import normalize
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from ctxfold.core.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
-from ctxfold.core.tokens.parallel import Counting
-from ctxfold.core.transcript.model import (
+from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
+from ctxfold.tokens.parallel import Counting
+from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextReset,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ctxfold.core.errors import UsageError
-from ctxfold.core.names import did_you_mean
+from ctxfold.errors import UsageError
+from ctxfold.names import did_you_mean
 
 
 class Tokenizer(Protocol):
@@ -33,7 +33,7 @@ class TiktokenTokenizer:
     """
 
     def __init__(self, name: str, encoding: str) -> None:
-        from ctxfold.core.tokens.encodings import get_encoding
+        from ctxfold.tokens.encodings import get_encoding
 
         self.name = name
         self._enc = get_encoding(encoding)

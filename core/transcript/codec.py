@@ -13,7 +13,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from ctxfold.core.transcript import model as m
+from ctxfold.transcript import model as m
 
 KINDS: dict[str, type] = {
     cls.kind: cls

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ctxfold.core.transcript.model import (
+from ctxfold.transcript.model import (
     CompactionMarker,
     ContextReset,
     ContextUpdate,

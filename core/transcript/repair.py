@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ctxfold.core.transcript.model import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.transcript.model import Message, Part, TextPart, ToolCallPart, ToolResultPart
 
 INTERRUPTED = "[no result was recorded for this call: it was interrupted]"
 
