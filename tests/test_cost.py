@@ -338,8 +338,8 @@ def test_config_shows_the_price_rows_of_the_file(tmp_path: Path) -> None:
 
 
 def test_the_one_hour_cache_writes_survive_a_round_trip() -> None:
-    from ctxfold.formats.anthropic_blocks import usage_from_anthropic
-    from ctxfold.formats.anthropic_writer import usage_dict
+    from ctxfold.formats.anthropic.blocks import usage_from_anthropic
+    from ctxfold.formats.anthropic.writer import usage_dict
     from ctxfold.transcript.model import Usage
 
     raw = {

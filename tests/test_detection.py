@@ -83,7 +83,7 @@ def test_a_summary_alone_is_detected_in_every_written_format(writer_name: str, t
 
 
 def test_a_system_line_with_openai_tools_is_not_claimed_by_anthropic() -> None:
-    from ctxfold.formats import anthropic
+    from ctxfold.formats.anthropic import reader as anthropic
 
     assert anthropic.sniff([{"system": "s", "tools": [{"name": "t", "input_schema": {}}]}]) == 50
     assert anthropic.sniff([{"system": [{"type": "text", "text": "s"}], "model": "m"}]) == 50

@@ -16,7 +16,8 @@ from api_formats import Expect, counts, entries, expect_of, other_files, tool_re
 from conftest import FIXTURES, detect, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import anthropic, loader
+from ctxfold.formats import loader
+from ctxfold.formats.anthropic import reader as anthropic
 from ctxfold.formats.base import Line
 from ctxfold.transcript.model import (
     ApiError,

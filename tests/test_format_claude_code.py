@@ -47,7 +47,8 @@ import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import claude_code, loader, registry
+from ctxfold.formats import loader, registry
+from ctxfold.formats.claude_code import reader as claude_code
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,

@@ -16,8 +16,9 @@ import pytest
 from conftest import FIXTURES, REAL, real, real_files, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import codex, loader, registry
+from ctxfold.formats import loader, registry
 from ctxfold.formats.base import Line
+from ctxfold.formats.codex import reader as codex
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,

@@ -16,8 +16,9 @@ import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import litellm, loader, registry
+from ctxfold.formats import loader, registry
 from ctxfold.formats.base import Line
+from ctxfold.formats.litellm import reader as litellm
 from ctxfold.formats.openai_common import (
     message_from_openai,
     tooldef_from_openai,

@@ -16,8 +16,9 @@ from api_formats import Expect, entries, expect_of, other_files, tool_results
 from conftest import FIXTURES, detect, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import loader, openai_chat, registry
+from ctxfold.formats import loader, registry
 from ctxfold.formats.base import Line
+from ctxfold.formats.openai_chat import reader as openai_chat
 from ctxfold.transcript.model import ApiError, ContextUpdate, MediaPart, Message, TextPart
 
 DIR = FIXTURES / "openai-chat"

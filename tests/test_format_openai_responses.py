@@ -16,8 +16,9 @@ from api_formats import Expect, entries, expect_of, other_files, tool_results
 from conftest import FIXTURES, detect, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import loader, openai_responses
+from ctxfold.formats import loader
 from ctxfold.formats.base import Line
+from ctxfold.formats.openai_responses import reader as openai_responses
 from ctxfold.transcript.model import (
     ApiError,
     ContextUpdate,

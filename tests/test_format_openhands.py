@@ -17,7 +17,8 @@ import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import loader, openhands, registry
+from ctxfold.formats import loader, registry
+from ctxfold.formats.openhands import reader as openhands
 from ctxfold.transcript.model import (
     CompactionMarker,
     ContextReset,

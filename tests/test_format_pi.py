@@ -17,7 +17,8 @@ import pytest
 from conftest import FIXTURES, real, real_files, sniff_head
 
 from ctxfold.errors import LineError
-from ctxfold.formats import loader, pi, registry
+from ctxfold.formats import loader, registry
+from ctxfold.formats.pi import reader as pi
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,

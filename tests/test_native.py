@@ -10,8 +10,8 @@ import orjson
 import pytest
 from conftest import FIXTURES, ROOT, write_jsonl
 
-from ctxfold.formats import native
 from ctxfold.formats.loader import load
+from ctxfold.formats.native import reader as native
 from ctxfold.transcript import codec
 from ctxfold.transcript import model as m
 

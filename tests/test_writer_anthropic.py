@@ -16,8 +16,8 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.formats import anthropic_writer as w
 from ctxfold.formats import loader
+from ctxfold.formats.anthropic import writer as w
 from ctxfold.transcript.model import ContextReset, TextPart
 
 FMT = "anthropic"

@@ -12,13 +12,11 @@ import pytest
 from conftest import FIXTURES, detect
 from writer_support import assert_compact, body, read_items, same_context, write_file
 
-from ctxfold.formats import (
-    anthropic_writer,
-    genai_writer,
-    loader,
-    openai_chat_writer,
-    openai_responses_writer,
-)
+from ctxfold.formats import loader
+from ctxfold.formats.anthropic import writer as anthropic_writer
+from ctxfold.formats.genai import writer as genai_writer
+from ctxfold.formats.openai_chat import writer as openai_chat_writer
+from ctxfold.formats.openai_responses import writer as openai_responses_writer
 
 WRITERS: dict[str, ModuleType] = {
     "openai-chat": openai_chat_writer,

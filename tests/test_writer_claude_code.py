@@ -41,8 +41,8 @@ from tool_log_writing import (
 )
 
 from ctxfold.errors import LineError
-from ctxfold.formats import claude_code_writer as W
 from ctxfold.formats import loader, registry
+from ctxfold.formats.claude_code import writer as W
 from ctxfold.formats.jsonl import iter_lines
 from ctxfold.transcript.context import current_context
 from ctxfold.transcript.model import ApiError, CompactionMarker, Message, Transcript

@@ -35,8 +35,8 @@ from tool_log_writing import (
 )
 
 from ctxfold.errors import LineError
-from ctxfold.formats import codex_writer as W
 from ctxfold.formats import loader, registry
+from ctxfold.formats.codex import writer as W
 from ctxfold.formats.jsonl import iter_lines
 from ctxfold.transcript.context import current_context
 from ctxfold.transcript.model import (

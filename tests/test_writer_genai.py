@@ -19,8 +19,8 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.formats import genai_writer as w
 from ctxfold.formats import loader
+from ctxfold.formats.genai import writer as w
 from ctxfold.strategies.mask import placeholder
 from ctxfold.transcript.model import (
     ContextReset,

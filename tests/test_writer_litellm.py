@@ -22,8 +22,8 @@ from writer_support import (
     write_file,
 )
 
-from ctxfold.formats import litellm_writer as w
 from ctxfold.formats import loader
+from ctxfold.formats.litellm import writer as w
 from ctxfold.transcript.model import ApiError, ContextReset, Message
 
 FMT = "litellm"

@@ -10,7 +10,7 @@ from conftest import FIXTURES, detect, real_files, write_jsonl
 from writer_support import SUMMARY, assert_compact, compacted, read_items, write_file
 
 from ctxfold.formats import loader
-from ctxfold.formats import native_writer as w
+from ctxfold.formats.native import writer as w
 from ctxfold.strategies.summary import summary_of
 from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Message
 

@@ -16,7 +16,7 @@ from writer_support import (
 )
 
 from ctxfold.formats import loader
-from ctxfold.formats import openai_chat_writer as w
+from ctxfold.formats.openai_chat import writer as w
 from ctxfold.transcript.model import ContextReset
 
 FMT = "openai-chat"

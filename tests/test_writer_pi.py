@@ -39,8 +39,8 @@ from tool_log_writing import (
 
 from ctxfold.errors import LineError
 from ctxfold.formats import loader, registry
-from ctxfold.formats import pi_writer as W
 from ctxfold.formats.jsonl import iter_lines
+from ctxfold.formats.pi import writer as W
 from ctxfold.transcript.context import current_context
 from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
 

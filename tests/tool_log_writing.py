@@ -133,5 +133,5 @@ def same_violations(out: Path, original: Path, fmt: str) -> None:
         return sorted(re.sub(r"\(line \d+\)|at line \d+", "", msg) for _, msg in found)
 
     assert norm(violations(out, fmt)) == norm(violations(original, fmt))
-    mod = importlib.import_module(f"ctxfold.formats.{fmt.replace('-', '_')}_writer")
+    mod = importlib.import_module(f"ctxfold.formats.{fmt.replace('-', '_')}.writer")
     assert mod.check_file(out) == []

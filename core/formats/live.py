@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxfold.formats.genai_parts import Calls
+from ctxfold.formats.genai.parts import Calls
 from ctxfold.formats.messages import from_dict, shape_of, to_plain
 from ctxfold.transcript.model import Message
 

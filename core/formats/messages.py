@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxfold.errors import LineError, UsageError
-from ctxfold.formats.anthropic_blocks import block_part, tooldef
+from ctxfold.formats.anthropic.blocks import block_part, tooldef
 from ctxfold.formats.base import Line
-from ctxfold.formats.genai_parts import ROLES as GENAI_ROLES
-from ctxfold.formats.genai_parts import Calls, content_message, system_texts, tooldefs
+from ctxfold.formats.genai.parts import ROLES as GENAI_ROLES
+from ctxfold.formats.genai.parts import Calls, content_message, system_texts, tooldefs
 from ctxfold.formats.openai_common import message_from_openai, tooldef_from_openai
-from ctxfold.formats.openai_responses_items import item_message
+from ctxfold.formats.openai_responses.items import item_message
 from ctxfold.transcript.model import Message, Part, TextPart, ToolDef
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})

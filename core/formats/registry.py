@@ -1,6 +1,6 @@
 """The format registry: name → module, imported only when used.
 
-Each module exposes ``NAME``, ``DESCRIPTION``, ``sniff(objs) -> int`` and ``Reader``.
+Each format is a folder whose ``__init__`` exposes ``NAME``, ``DESCRIPTION``, ``sniff(objs) -> int`` and ``Reader``.
 Detection asks every format to score the first parsed lines and takes the best score.
 """
 
@@ -16,18 +16,24 @@ from ctxfold.names import did_you_mean
 
 _PKG = "ctxfold.formats"
 
-FORMATS: dict[str, str] = {
-    "ctxfold": f"{_PKG}.native",
-    "claude-code": f"{_PKG}.claude_code",
-    "codex": f"{_PKG}.codex",
-    "pi": f"{_PKG}.pi",
-    "litellm": f"{_PKG}.litellm",
-    "openhands": f"{_PKG}.openhands",
-    "openai-chat": f"{_PKG}.openai_chat",
-    "openai-responses": f"{_PKG}.openai_responses",
-    "anthropic": f"{_PKG}.anthropic",
-    "genai": f"{_PKG}.genai",
-}
+# One line per format: its name, its folder under core/formats/, and whether it has a writer
+# (a format without one, such as OpenHands evaluation output, is written as ctxfold native,
+# which keeps everything, with a note saying so). The folder's __init__ exports NAME,
+# DESCRIPTION, sniff and Reader; its writer, when it has one, is ``writer.py`` beside them.
+_TABLE = (
+    ("ctxfold", "native", True),
+    ("claude-code", "claude_code", True),
+    ("codex", "codex", True),
+    ("pi", "pi", True),
+    ("litellm", "litellm", True),
+    ("openhands", "openhands", False),
+    ("openai-chat", "openai_chat", True),
+    ("openai-responses", "openai_responses", True),
+    ("anthropic", "anthropic", True),
+    ("genai", "genai", True),
+)
+FORMATS: dict[str, str] = {name: f"{_PKG}.{folder}" for name, folder, _ in _TABLE}
+WRITERS: dict[str, str] = {name: f"{_PKG}.{folder}.writer" for name, folder, writes in _TABLE if writes}
 
 
 def get(name: str) -> ModuleType:
@@ -47,25 +53,6 @@ def detect(objs: Sequence[Any]) -> tuple[str, int]:
         if s > score:
             best, score = name, s
     return best, score
-
-
-# Formats that can be written back. Others (OpenHands evaluation output) are written as
-# ctxfold native, which keeps everything, with a note saying so.
-WRITERS: dict[str, str] = {
-    name: f"{FORMATS[name]}_writer"
-    for name in (
-        "ctxfold",
-        "claude-code",
-        "codex",
-        "pi",
-        "litellm",
-        "openai-chat",
-        "openai-responses",
-        "anthropic",
-        "genai",
-    )
-}
-WRITERS["ctxfold"] = f"{_PKG}.native_writer"
 
 
 def writer(name: str) -> tuple[str, ModuleType]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxfold.errors import LineError
-from ctxfold.formats.anthropic_blocks import usage_from_anthropic
+from ctxfold.formats.anthropic.blocks import usage_from_anthropic
 from ctxfold.formats.base import Line, b64_size, get_str, need, rest
 from ctxfold.transcript.model import (
     MediaPart,

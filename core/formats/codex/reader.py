@@ -17,7 +17,7 @@ from typing import Any
 
 from ctxfold.errors import LineError
 from ctxfold.formats.base import Line, as_int, get_str, need, obj, parse_overflow, rest
-from ctxfold.formats.codex_items import item_message
+from ctxfold.formats.codex.items import item_message
 from ctxfold.transcript.model import ApiError, CompactionMarker, ContextUpdate, Entry, Message, Usage
 
 NAME = "codex"

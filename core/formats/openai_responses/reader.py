@@ -23,7 +23,7 @@ from typing import Any
 from ctxfold.errors import LineError
 from ctxfold.formats.base import Line, get_str, need, obj, score_lines
 from ctxfold.formats.openai_common import api_error, tooldef_from_openai
-from ctxfold.formats.openai_responses_items import item_message, usage_from_responses
+from ctxfold.formats.openai_responses.items import item_message, usage_from_responses
 from ctxfold.formats.requestlog import PrefixTracker
 from ctxfold.transcript.model import ContextReset, ContextUpdate, Entry, Message, Usage
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ctxfold.errors import LineError
 from ctxfold.formats.base import Line, epoch_iso, get_dict, get_str, obj, rest, score_lines
-from ctxfold.formats.genai_parts import (
+from ctxfold.formats.genai.parts import (
     ROLES,
     Calls,
     api_error,

@@ -26,8 +26,8 @@ from typing import Any
 import orjson
 
 from ctxfold.formats.base import now_iso, zeroed
-from ctxfold.formats.pi import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
-from ctxfold.formats.pi_check import check, check_file
+from ctxfold.formats.pi.check import check, check_file
+from ctxfold.formats.pi.reader import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
 from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.formats import openai_chat_writer
 from ctxfold.formats.api_writing import current, dumps, read_items, segments
-from ctxfold.formats.openai_chat_writer import message_dicts, tool_dict
+from ctxfold.formats.openai_chat import writer as openai_chat_writer
+from ctxfold.formats.openai_chat.writer import message_dicts, tool_dict
 from ctxfold.transcript.model import ApiError, Entry, Message, Transcript
 
 # Message extras the reader takes from the line or its response, not from the message.

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
-from ctxfold.formats.claude_code_attachments import render as render_attachment
-from ctxfold.formats.claude_code_parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
+from ctxfold.formats.claude_code.attachments import render as render_attachment
+from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,

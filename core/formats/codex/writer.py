@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from ctxfold.formats.base import now_iso
-from ctxfold.formats.codex_check import check, check_file
+from ctxfold.formats.codex.check import check, check_file
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ctxfold.formats import native
 from ctxfold.formats.api_writing import dumps, read_items
 from ctxfold.formats.base import Line
+from ctxfold.formats.native import reader as native
 from ctxfold.transcript import codec
 from ctxfold.transcript.model import (
     CompactionMarker,

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxfold.errors import LineError
-from ctxfold.formats.anthropic_blocks import block_part, system_texts, tooldef, usage_from_anthropic
+from ctxfold.formats.anthropic.blocks import block_part, system_texts, tooldef, usage_from_anthropic
 from ctxfold.formats.base import Line, get_str, need, obj, parse_overflow, rest, score_lines
 from ctxfold.formats.requestlog import PrefixTracker
 from ctxfold.transcript.model import (

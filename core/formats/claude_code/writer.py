@@ -31,10 +31,10 @@ from typing import Any
 
 import orjson
 
-from ctxfold.formats.anthropic_writer import usage_dict
+from ctxfold.formats.anthropic.writer import usage_dict
 from ctxfold.formats.base import now_iso, zeroed
-from ctxfold.formats.claude_code_check import check, check_file
-from ctxfold.formats.claude_code_parts import SYNTHETIC
+from ctxfold.formats.claude_code.check import check, check_file
+from ctxfold.formats.claude_code.parts import SYNTHETIC
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
