@@ -13,7 +13,12 @@ Core raises these and never prints or exits; the CLI maps them to exit codes in 
     │   └── LineError              one line is bad: names file, line number and the problem
     ├── TokenizerError             encoding data missing or failing its pinned sha256
     ├── ConfigError                a config or profile file is unreadable
-    └── OutputError                an output file cannot be written
+    ├── OutputError                an output file cannot be written
+    ├── ProviderError              a summarizer call failed (network, status, unusable answer)
+    │   └── MissingKeyError        a provider that needs an API key has none
+    ├── WindowTooSmallError        even a fully compacted request does not fit the window
+    ├── NoShrinkError              a compaction pass would not make the request 10 % smaller
+    └── ChangedPrefixError         the part of a file a state file's summary covers has changed
 """
 
 from __future__ import annotations
@@ -75,3 +80,31 @@ class ConfigError(CtxfoldError):
 
 class OutputError(CtxfoldError):
     """An output file cannot be written."""
+
+
+class ChangedPrefixError(CtxfoldError):
+    """The part of the input that a state file's summary covers has changed since."""
+
+
+class ProviderError(CtxfoldError):
+    """A summarizer call failed: network, timeout, HTTP status, unusable response."""
+
+
+class MissingKeyError(ProviderError):
+    """A provider that needs an API key has none."""
+
+    def __init__(self, provider: str, env_var: str) -> None:
+        self.provider = provider
+        self.env_var = env_var
+        super().__init__(
+            f"{provider}: no API key: set {env_var} or pass --api-key (api_key= from Python), "
+            "or use --provider offline for a summary made without a model"
+        )
+
+
+class WindowTooSmallError(CtxfoldError):
+    """Even a fully compacted request (system prompt, tools, summary) does not fit."""
+
+
+class NoShrinkError(CtxfoldError):
+    """A compaction pass would not make the request at least 10 % smaller."""

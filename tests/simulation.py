@@ -29,7 +29,8 @@ import orjson
 from sim_content import _NAMES, _WORDS, _media_size, _sentence, pdf_b64, png_b64, text
 from sim_content import STYLES as STYLES
 
-from ctxfold.compaction.guard import ContextGuard, Prepared, WindowTooSmallError
+from ctxfold.compaction.guard import ContextGuard, Prepared
+from ctxfold.errors import WindowTooSmallError
 from ctxfold.providers.base import SummaryRequest, SummaryResult, budget_summarizer
 from ctxfold.tokens.tokenizers import Tokenizer
 from ctxfold.transcript.model import (

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ctxfold.compaction.guard import ContextGuard, WindowTooSmallError
+from ctxfold.compaction.guard import ContextGuard
 from ctxfold.engine.calibration import (
     GrowthCalibrator,
     Prior,
@@ -20,7 +20,7 @@ from ctxfold.engine.calibration import (
 from ctxfold.engine.policy import compute_buffer, make_policy, parse_buffer
 from ctxfold.engine.profile import BUILTIN, Observation, Profiles, observe_session
 from ctxfold.engine.state import KEYS, JsonFileStore, MemoryStore
-from ctxfold.errors import ConfigError, UsageError
+from ctxfold.errors import ConfigError, UsageError, WindowTooSmallError
 from ctxfold.strategies.summary import SUMMARY_OPEN
 from ctxfold.tokens.session import Request
 from ctxfold.transcript.model import Message, TextPart

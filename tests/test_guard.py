@@ -11,10 +11,9 @@ import pytest
 
 from ctxfold.compaction.guard import ContextGuard, prompt_tokens_of
 from ctxfold.engine.state import JsonFileStore, MemoryStore
-from ctxfold.errors import ConfigError, UsageError
+from ctxfold.errors import ConfigError, ProviderError, UsageError
 from ctxfold.formats.base import is_overflow, parse_overflow
 from ctxfold.formats.messages import from_dict
-from ctxfold.providers.errors import ProviderError
 from ctxfold.providers.offline import OfflineSummarizer
 from ctxfold.strategies.summary import SUMMARY_OPEN
 from ctxfold.transcript.model import Message, TextPart

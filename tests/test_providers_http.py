@@ -17,9 +17,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from ctxfold.errors import UsageError
+from ctxfold.errors import MissingKeyError, ProviderError, UsageError
 from ctxfold.providers.base import SummaryRequest
-from ctxfold.providers.errors import MissingKeyError, ProviderError
 from ctxfold.providers.registry import make_summarizer
 from ctxfold.providers.render import SECTIONS
 from ctxfold.tokens.tokenizers import get_tokenizer

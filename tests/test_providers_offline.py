@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from conftest import real
 
+from ctxfold.errors import ProviderError
 from ctxfold.formats.loader import load
 from ctxfold.providers.base import SummaryRequest
 from ctxfold.providers.digest import digest
-from ctxfold.providers.errors import ProviderError
 from ctxfold.providers.offline import OfflineSummarizer
 from ctxfold.providers.registry import ChainSummarizer, make_summarizer
 from ctxfold.providers.render import SECTIONS

@@ -27,7 +27,7 @@ import pytest
 import simulation as sim
 from scenarios import BRUTAL, BY_NAME, EXTRA, SCENARIOS, STRESS
 
-from ctxfold.engine.budget import WindowTooSmallError
+from ctxfold.errors import WindowTooSmallError
 from ctxfold.formats.base import parse_overflow
 from ctxfold.strategies.summary import SUMMARIZER_INPUT_RATIO
 from ctxfold.transcript.model import Message

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ctxfold.config import Config
-from ctxfold.engine.budget import WindowTooSmallError, fit_budget
+from ctxfold.engine.budget import fit_budget
 from ctxfold.engine.calibration import (
     DEFAULT_CALIBRATOR,
     PROVIDER_RATIO,
@@ -40,7 +40,7 @@ from ctxfold.engine.calibration import (
 )
 from ctxfold.engine.policy import Policy, make_policy
 from ctxfold.engine.state import AgentState, MemoryStore, StateStore
-from ctxfold.errors import ConfigError, UsageError
+from ctxfold.errors import ConfigError, UsageError, WindowTooSmallError
 from ctxfold.formats.base import is_overflow, parse_overflow
 from ctxfold.formats.live import LiveReader
 from ctxfold.formats.messages import prompt_tokens_of, system_prompt_texts, tools_from

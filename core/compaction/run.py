@@ -19,12 +19,12 @@ from pathlib import Path
 from ctxfold.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
 from ctxfold.compaction.statefile import Pass, State, entry_sha256, file_hashes, load_state, now
 from ctxfold.config import Config
-from ctxfold.engine.budget import WindowTooSmallError, fit_budget
+from ctxfold.engine.budget import fit_budget
 from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Prior, make_calibrator
 from ctxfold.engine.now import calibrated, learn_from, prior_for
 from ctxfold.engine.policy import Policy, make_policy
 from ctxfold.engine.profile import Profiles
-from ctxfold.errors import CtxfoldError, UsageError
+from ctxfold.errors import ChangedPrefixError, NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.strategies.base import MIN_SHRINK, StrategyInput, get_strategy
@@ -45,16 +45,8 @@ from ctxfold.transcript.model import (
 from ctxfold.transcript.repair import repair_pairs
 
 
-class ChangedPrefixError(CtxfoldError):
-    """The part of the input that the state file's summary covers has changed."""
-
-
 class _WouldSummarize(Exception):
     """A dry run's pass reached the summarizer, which a dry run does not call."""
-
-
-class NoShrinkError(CtxfoldError):
-    """A pass would not make the request at least 10 % smaller."""
 
 
 @dataclass

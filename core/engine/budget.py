@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ctxfold.engine.calibration import Calibrator
 from ctxfold.engine.policy import Policy
-from ctxfold.errors import CtxfoldError
+from ctxfold.errors import WindowTooSmallError
 
 MIN_SUMMARY_TOKENS = 200
 CONTINUATION_TOKENS = 100
@@ -21,10 +21,6 @@ def summary_budget(policy_budget: int, folded_tokens: int) -> int:
     """The seeds' ``buffer × 0.5``, but never more than half of what the summary replaces:
     a summary must make the request smaller, whatever forced the compaction."""
     return max(MIN_SUMMARY_TOKENS, min(policy_budget, folded_tokens // 2))
-
-
-class WindowTooSmallError(CtxfoldError):
-    """Even a fully compacted request (system prompt, tools, summary) does not fit."""
 
 
 def fit_budget(calibrator: Calibrator, policy: Policy, fixed: int, folded: int) -> int:

@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxfold.errors import UsageError
+from ctxfold.errors import ProviderError, UsageError
 from ctxfold.names import did_you_mean
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.providers.errors import ProviderError
 from ctxfold.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ctxfold.providers.render import ToolResults
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from ctxfold.errors import CtxfoldError, UsageError
+from ctxfold.errors import CtxfoldError, MissingKeyError, ProviderError, UsageError
 from ctxfold.providers.base import SummaryRequest, SummaryResult
-from ctxfold.providers.errors import MissingKeyError, ProviderError, redact
+from ctxfold.providers.redact import redact
 from ctxfold.providers.render import Prompt, ToolResults, build_prompt
 from ctxfold.tokens.models import lookup, resolve
 

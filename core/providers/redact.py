@@ -1,4 +1,4 @@
-"""Provider errors, and the redaction that keeps API keys out of every message.
+"""The redaction that keeps API keys out of every message.
 
 Errors raised by the SDKs may echo request details (a server's 401 body can quote the key it
 was sent), so every message built from one goes through :func:`redact` before it reaches a
@@ -10,27 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ctxfold.errors import CtxfoldError
-
 REDACTED = "[REDACTED]"
 # Key-shaped tokens a server may quote back even when they are not ours (or are partly masked).
 _KEY_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-*]{8,}|\bBearer\s+[A-Za-z0-9._\-*]{8,}", re.IGNORECASE)
-
-
-class ProviderError(CtxfoldError):
-    """A summarizer call failed: network, timeout, HTTP status, unusable response."""
-
-
-class MissingKeyError(ProviderError):
-    """A provider that needs an API key has none."""
-
-    def __init__(self, provider: str, env_var: str) -> None:
-        self.provider = provider
-        self.env_var = env_var
-        super().__init__(
-            f"{provider}: no API key: set {env_var} or pass --api-key (api_key= from Python), "
-            "or use --provider offline for a summary made without a model"
-        )
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
