@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ctxfold.cli import compact_cmds
 from ctxfold.cli.errors import EXIT_FAILURE, attributed, handle_errors
 from ctxfold.cli.options import (
     BufferOpt,
@@ -287,13 +288,15 @@ def version(json_out: JsonOpt = False) -> None:
         print(f"ctxfold {__version__}")
 
 
+app.command()(compact_cmds.compact)
+app.command()(compact_cmds.validate)
+app.command("config")(compact_cmds.show_config)
+
+
 def main() -> None:
     # help and usage text are printed by click, before any command's handle_errors
     handle_errors(app)(prog_name="ctxfold")
 
-
-# The compaction commands live in their own module; importing it registers them on ``app``.
-from ctxfold.cli import compact_cmds  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,4 +1,4 @@
-"""The ``compact``, ``validate`` and ``config`` commands."""
+"""The ``compact``, ``validate`` and ``config`` commands (``app`` registers them)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ctxfold.cli.app import app
 from ctxfold.cli.errors import handle_errors
 from ctxfold.cli.options import (
     BufferOpt,
@@ -21,7 +20,6 @@ from ctxfold.cli.options import (
 )
 
 
-@app.command()
 @handle_errors
 def compact(
     file: Annotated[str, typer.Argument(help="The session to compact (a file, or - with -o).")],
@@ -149,7 +147,6 @@ def compact(
         render.compact(result)
 
 
-@app.command()
 @handle_errors
 def validate(
     files: Files,
@@ -174,7 +171,6 @@ def validate(
         raise SystemExit(EXIT_FAILURE)
 
 
-@app.command("config")
 @handle_errors
 def show_config(json_out: JsonOpt = False) -> None:
     """Print the effective settings and where each comes from (API keys redacted)."""

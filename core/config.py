@@ -20,7 +20,7 @@ from typing import Any
 from ctxfold.errors import ConfigError
 from ctxfold.names import did_you_mean
 from ctxfold.paths import config_dir
-from ctxfold.tokens.prices import PRICE_KEYS, PriceList, price_list
+from ctxfold.prices import PRICE_KEYS, PriceList, price_list
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +31,32 @@ FILE_NAME = "ctxfold.toml"
 ENV_VAR = "CTXFOLD_CONFIG"
 SECTIONS = ("defaults", "compact", "models", "prices")
 MODEL_KEYS = ("window", "max_output", "tokenizer", "provider")
+
+
+# The settings every command reads (ctxfold.settings resolves them): the table of the file each
+# belongs in, its default, its type, and for numbers the smallest value that makes sense.
+@dataclass(frozen=True)
+class Spec:
+    section: str
+    default: Any
+    kind: type
+    minimum: float | None = None  # for numbers: the smallest value that makes sense
+
+
+SPECS: dict[str, Spec] = {
+    "model": Spec("defaults", None, str),
+    "window": Spec("defaults", None, int, minimum=1),
+    "tokenizer": Spec("defaults", None, str),
+    "buffer": Spec("defaults", None, str),
+    "calibration": Spec("defaults", "growth", str),
+    "strategy": Spec("compact", "summary", str),
+    "provider": Spec("compact", "offline", str),
+    "base_url": Spec("compact", None, str),
+    "tool_results": Spec("compact", "elide", str),
+    "timeout": Spec("compact", 60.0, float, minimum=0.1),
+    "max_retries": Spec("compact", 2, int, minimum=0),
+    "keep_observations": Spec("compact", 10, int, minimum=0),
+}
 
 
 @dataclass(frozen=True)
@@ -91,8 +117,6 @@ def _parse(path: Path) -> Config:
 def unknown_keys(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
     """One warning per key of the file that no setting reads: the file, where, and the
     nearest known name (or the table where a known setting belongs)."""
-    from ctxfold.settings import SPECS  # settings builds on this module
-
     warnings: list[str] = []
 
     def placed(key: str, where: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Name lookup shared by every registry: a helpful "did you mean" for typos."""
+"""Names shared by every registry: a helpful "did you mean" for typos, and model names as looked up."""
 
 from __future__ import annotations
 
@@ -11,3 +11,9 @@ def did_you_mean(name: str, choices: Sequence[str]) -> str:
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{hint} (known: {', '.join(choices)})"
+
+
+def model_key(name: str) -> str:
+    """A model name as the model and price tables look it up:
+    ``openrouter/meta-llama/Llama-4-Maverick`` → ``llama-4-maverick``."""
+    return name.strip().lower().rsplit("/", 1)[-1]

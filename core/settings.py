@@ -14,32 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.config import Config
+from ctxfold.config import SPECS, Config, Spec
 from ctxfold.errors import ConfigError
 
-
-@dataclass(frozen=True)
-class Spec:
-    section: str
-    default: Any
-    kind: type
-    minimum: float | None = None  # for numbers: the smallest value that makes sense
-
-
-SPECS: dict[str, Spec] = {
-    "model": Spec("defaults", None, str),
-    "window": Spec("defaults", None, int, minimum=1),
-    "tokenizer": Spec("defaults", None, str),
-    "buffer": Spec("defaults", None, str),
-    "calibration": Spec("defaults", "growth", str),
-    "strategy": Spec("compact", "summary", str),
-    "provider": Spec("compact", "offline", str),
-    "base_url": Spec("compact", None, str),
-    "tool_results": Spec("compact", "elide", str),
-    "timeout": Spec("compact", 60.0, float, minimum=0.1),
-    "max_retries": Spec("compact", 2, int, minimum=0),
-    "keep_observations": Spec("compact", 10, int, minimum=0),
-}
 KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 
 

@@ -16,8 +16,8 @@ from ctxfold.config import load_config
 from ctxfold.engine.cost import Bill, Call, recorded_cost, simulated_cost
 from ctxfold.engine.replay import report_file
 from ctxfold.errors import ConfigError
+from ctxfold.prices import Price, price_list
 from ctxfold.tokens.estimate import estimate_file
-from ctxfold.tokens.prices import Price, price_list
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "real" / "claude-code-sidechains.jsonl"

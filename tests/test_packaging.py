@@ -29,25 +29,3 @@ def test_imports_resolve_to_the_repository() -> None:
 
     assert ctxfold.__file__ and ctxfold.__file__.startswith(str(ROOT / "core"))
     assert ctxfold.cli.__file__ and ctxfold.cli.__file__.startswith(str(ROOT / "cli"))
-
-
-# The stages of core in the order data flows through them; a stage may import only the ones
-# before it (and the shared leaf modules: errors, names, paths, atomic, config, settings).
-STAGES = ["transcript", "formats", "tokens", "engine", "providers", "strategies", "compaction"]
-LEAVES = {"errors", "names", "paths", "atomic", "config", "settings", "schemas"}
-
-
-def test_core_imports_follow_the_data_flow() -> None:
-    import re
-
-    bad = []
-    for path in sorted((ROOT / "core").rglob("*.py")):
-        stage = path.relative_to(ROOT / "core").parts[0]
-        if stage not in STAGES:
-            continue
-        allowed = set(STAGES[: STAGES.index(stage) + 1]) | LEAVES
-        for no, line in enumerate(path.read_text().splitlines(), 1):
-            m = re.match(r"\s*(?:from|import) ctxfold\.(\w+)", line)
-            if m and m.group(1) not in allowed:
-                bad.append(f"{path.relative_to(ROOT)}:{no} imports {m.group(1)}")
-    assert not bad, "\n".join(bad)

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ctxfold.engine.replay import Report, Simulation
+from ctxfold.prices import Price, PriceList
 from ctxfold.tokens.estimate import FileEstimate
-from ctxfold.tokens.prices import Price, PriceList
 from ctxfold.transcript.model import Usage
 
 

@@ -26,9 +26,9 @@ from ctxfold.engine.now import learn_from, prior_for
 from ctxfold.engine.policy import Policy, make_policy
 from ctxfold.engine.profile import Profiles
 from ctxfold.formats.loader import Opened
+from ctxfold.prices import PriceList
 from ctxfold.settings import setting
 from ctxfold.tokens.estimate import FileEstimate, estimate_file
-from ctxfold.tokens.prices import PriceList
 
 SUMMARIZER_SHARE = 0.80  # the seeds' cap on the summarizing call's input, of the window
 

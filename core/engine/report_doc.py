@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxfold.engine.cost import Cost, recorded_cost, simulated_cost
 from ctxfold.engine.replay import Report, Row
-from ctxfold.tokens.prices import PRICE_KEYS, Price
+from ctxfold.prices import PRICE_KEYS, Price
 
 
 def _pct(xs: list[float], p: float) -> float | None:

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxfold.names import model_key
+
 DEFAULT_WINDOW = 128_000
 DEFAULT_TOKENIZER = "o200k"
 
@@ -80,16 +82,11 @@ _TABLE: tuple[ModelInfo, ...] = (
 _BY_FAMILY = {m.family: m for m in _TABLE}
 
 
-def normalize(name: str) -> str:
-    """``openrouter/meta-llama/Llama-4-Maverick`` → ``llama-4-maverick``."""
-    return name.strip().lower().rsplit("/", 1)[-1]
-
-
 def lookup(name: str | None) -> ModelInfo | None:
     """The registry entry of the longest family prefix of ``name``, or None."""
     if not name:
         return None
-    key = normalize(name)
+    key = model_key(name)
     best: ModelInfo | None = None
     for family, info in _BY_FAMILY.items():
         if key.startswith(family) and (best is None or len(family) > len(best.family)):
@@ -142,7 +139,7 @@ def resolve(
         if source == "default":
             assumed += f", and a {DEFAULT_WINDOW:,}-token window (pass --window to set it)"
         warnings.append(f"{what}: assuming {assumed}")
-    elif info is not None and not conf and name and info.family == "claude" and normalize(name) != "claude":
+    elif info is not None and not conf and name and info.family == "claude" and model_key(name) != "claude":
         warnings.append(
             f"model {name!r} is not in the registry{_close(name)}: read as a generic Claude model"
         )
@@ -160,7 +157,7 @@ def resolve(
 
 def _close(name: str | None) -> str:
     """ " (did you mean 'claude-sonnet-4'?)" for a name one typo away from a known family."""
-    close = difflib.get_close_matches(normalize(name or ""), list(_BY_FAMILY), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(model_key(name or ""), list(_BY_FAMILY), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -169,8 +166,8 @@ def _config_for(name: str | None, models: Mapping[str, Mapping[str, Any]]) -> Ma
         return {}
     if name in models:
         return models[name]
-    key = normalize(name)
+    key = model_key(name)
     for conf_name, conf in models.items():
-        if key.startswith(normalize(conf_name)):
+        if key.startswith(model_key(conf_name)):
             return conf
     return {}

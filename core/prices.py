@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxfold.errors import ConfigError
-from ctxfold.tokens.models import normalize
+from ctxfold.names import model_key
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 
@@ -102,10 +102,10 @@ class PriceList:
             return None
         if model in self.config:
             return self.config[model]
-        key = normalize(model)
+        key = model_key(model)
         for table in (self.config, PRICES):
             for row, price in table.items():
-                if _matches(key, normalize(row)):
+                if _matches(key, model_key(row)):
                     return price
         return None
 
