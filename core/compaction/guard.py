@@ -28,17 +28,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ctxfold.compaction.fold import FoldInput, fold
 from ctxfold.config import Config
-from ctxfold.engine.budget import fit_budget
 from ctxfold.engine.calibration import (
     DEFAULT_CALIBRATOR,
     PROVIDER_RATIO,
     Calibrator,
-    Prediction,
     Prior,
     make_calibrator,
 )
-from ctxfold.engine.policy import Policy, make_policy
+from ctxfold.engine.policy import Decision, Policy, decide, make_policy
 from ctxfold.engine.state import AgentState, MemoryStore, StateStore
 from ctxfold.errors import ConfigError, UsageError, WindowTooSmallError
 from ctxfold.formats.base import is_overflow, parse_overflow
@@ -49,30 +48,14 @@ from ctxfold.providers.base import Summarizer, SummaryResult
 from ctxfold.providers.offline import OfflineSummarizer
 from ctxfold.providers.registry import make_summarizer
 from ctxfold.settings import effective
-from ctxfold.strategies.summary import UNLIMITED_WINDOW, fold, summary_message
+from ctxfold.strategies.base import get_strategy
+from ctxfold.strategies.summary import UNLIMITED_WINDOW, summary_message
 from ctxfold.tokens.counting import FRAMING, Counter
 from ctxfold.tokens.models import resolve
 from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.model import Message, TextPart, ToolDef
 
 __all__ = ["ContextGuard", "Decision", "Prepared", "WindowTooSmallError", "prompt_tokens_of"]
-
-
-@dataclass(frozen=True)
-class Decision:
-    estimate: int  # tokens ctxfold counted in the request
-    predicted: int  # the calibrated prediction the decision used
-    threshold: int
-    window: int
-    due: bool
-    factor: float
-    basis: str
-    first_in_segment: bool  # no real count of this segment to calibrate with
-    forced: bool = False  # due because the provider refused the last request as too long
-
-    @property
-    def margin(self) -> int:
-        return self.threshold - self.predicted
 
 
 @dataclass(frozen=True)
@@ -164,6 +147,7 @@ class ContextGuard:
         self.summarizer_window = summarizer_window
         self._forced = False
         self.compactions = 0
+        self.strategy = get_strategy("summary")  # the conversation becomes [summary, continuation]
         self._head: tuple[str, str, list[Message]] | None = None  # (summary, continuation) as messages
         self.live = LiveReader()  # the caller's events as messages, and ctxfold's back in their kind
 
@@ -192,19 +176,7 @@ class ContextGuard:
         return body + self.fixed_tokens(system, tools)
 
     def decide(self, estimate: int) -> Decision:
-        p: Prediction = self.calibrator.predict(estimate)
-        forced = self._forced
-        return Decision(
-            estimate=estimate,
-            predicted=p.tokens,
-            threshold=self.policy.threshold,
-            window=self.policy.window,
-            due=forced or self.policy.due(p.tokens),
-            factor=p.factor,
-            basis=p.basis,
-            first_in_segment=not self.calibrator.history,
-            forced=forced,
-        )
+        return decide(self.calibrator, self.policy, estimate, forced=self._forced)
 
     # ---------------------------------------------------------------------- the loop
 
@@ -253,49 +225,34 @@ class ContextGuard:
                 )
             self.state.set("last_heuristic", decision.estimate)
             return Prepared(self.live.outgoing(events, messages, head), decision)
-        fixed = self.fixed_tokens(system, tools)
-        saved = (list(self.calibrator.history), self.calibrator.prior, self._forced)
-        self.calibrator.reset()  # no stale factor survives a compaction (the seeds' step 6)
-        self._forced = False
-        try:
-            budget = fit_budget(self.calibrator, self.policy, fixed, decision.estimate - fixed)
-            folded = fold(
-                messages,
+        folded = fold(
+            FoldInput(
+                messages=messages,
+                strategy=self.strategy,
                 counter=self.counter,
+                policy=self.policy,
+                calibrator=self.calibrator,
+                fixed=self.fixed_tokens(system, tools),
+                before=decision,
                 summarizer=self.summarizer,
-                budget_tokens=budget,
                 summarizer_window=self.summarizer_window,
                 instructions=instructions,
             )
-            if not folded.summary.text.strip():
-                raise UsageError(f"the summarizer ({folded.summary.provider}) returned an empty summary")
-            new_estimate = self.estimate(folded.messages, system, tools)
-            after = self.decide(new_estimate)
-            if after.due or new_estimate >= decision.estimate:
-                summary_tokens = self.counter.tokenizer.count(folded.summary.text)
-                cause = (
-                    f"the summary is {summary_tokens:,} tokens against a budget of {budget:,}"
-                    if summary_tokens > budget * 1.1
-                    else "use a model with a larger window or fewer tools"
-                )
-                raise WindowTooSmallError(
-                    f"the request cannot fit: compacted, it is still predicted at {after.predicted:,} tokens "
-                    f"against a threshold of {self.policy.threshold:,} in a {self.policy.window:,}-token window "
-                    f"(before: {decision.predicted:,}); {cause}"
-                )
-        except BaseException:  # nothing was compacted: what the session taught stands
-            self.calibrator.history[:], self.calibrator.prior, self._forced = saved
-            raise
-        self.state.set("summary", folded.summary.text)
+        )
+        summary = folded.summary
+        if summary is None:  # the summary strategy always summarizes
+            raise UsageError(f"the {self.strategy.name} strategy made no summary")
+        self._forced = False
+        self.state.set("summary", summary.text)
         self.state.set("continuation", folded.messages[1].text if len(folded.messages) > 1 else "")
         self.state.set("contents_at_compaction", len(events))
         self.state.set("summarized_at", decision.predicted)
         self.state.delete("real_tokens")
         self.state.set("calibration", {"name": self.calibrator.name, "points": []})
-        self.state.set("last_heuristic", new_estimate)
+        self.state.set("last_heuristic", folded.after.estimate)
         self.compactions += 1
         out = self.live.outgoing(events, folded.messages, len(folded.messages))
-        return Prepared(out, decision, compacted=True, after=after, summary=folded.summary)
+        return Prepared(out, decision, compacted=True, after=folded.after, summary=summary)
 
     def _nothing_to_fold(self, events: Sequence[Event]) -> bool:
         """True right after a compaction: no event has arrived since the summary was made."""

@@ -1,4 +1,6 @@
-"""The threshold rule of the seeds: when is compaction due, and how big may a summary be.
+"""The threshold rule of the ContextGuard reference design: when is compaction due, and how big
+may a summary be; and :func:`decide`, the one place a prediction meets the rule (``report``'s
+replay, ``compact`` and ``ContextGuard`` all decide through it).
 
 ``buffer = 20,000`` for windows of 200,000 tokens or more (the seeds' off-by-one fix: ``>=``),
 else 20 % of the window; ``threshold = window − buffer``; the summary's output budget is
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxfold.engine.calibration import Calibrator
 from ctxfold.errors import UsageError
 
 LARGE_WINDOW = 200_000
@@ -71,3 +74,39 @@ def make_policy(window: int, *, max_tokens: int | None = None, buffer: str | int
     else:
         size, rule = parse_buffer(buffer, effective), f"set explicitly ({buffer})"
     return Policy(effective, size, rule, "--max-tokens" if max_tokens else None)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a request is due for compaction, with the numbers behind it."""
+
+    estimate: int  # tokens ctxfold counted in the request
+    predicted: int  # the calibrated prediction the decision used
+    threshold: int
+    window: int
+    due: bool
+    factor: float
+    basis: str
+    first_in_segment: bool  # no real count of this segment to calibrate with
+    forced: bool = False  # due because the provider refused the last request as too long
+
+    @property
+    def margin(self) -> int:
+        return self.threshold - self.predicted
+
+
+def decide(calibrator: Calibrator, policy: Policy, estimate: int, *, forced: bool = False) -> Decision:
+    """Predict the real size of a request of ``estimate`` counted tokens and hold it against
+    the threshold; ``forced`` (a refusal as too long) makes it due whatever the prediction."""
+    p = calibrator.predict(estimate)
+    return Decision(
+        estimate=estimate,
+        predicted=p.tokens,
+        threshold=policy.threshold,
+        window=policy.window,
+        due=forced or policy.due(p.tokens),
+        factor=p.factor,
+        basis=p.basis,
+        first_in_segment=not calibrator.history,
+        forced=forced,
+    )

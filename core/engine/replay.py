@@ -23,7 +23,7 @@ from ctxfold.engine.calibration import (
     make_calibrator,
 )
 from ctxfold.engine.now import learn_from, prior_for
-from ctxfold.engine.policy import Policy, make_policy
+from ctxfold.engine.policy import Policy, decide, make_policy
 from ctxfold.engine.profile import Profiles
 from ctxfold.formats.loader import Opened
 from ctxfold.prices import PriceList
@@ -140,21 +140,21 @@ def replay(
             if segment != -1:
                 cal.reset()
             segment = q.segment
-        p = cal.predict(q.estimate)
+        d = decide(cal, policy, q.estimate)
         rows.append(
             Row(
                 index=q.index,
                 estimate=q.estimate,
-                calibrated=p.tokens,
+                calibrated=d.predicted,
                 real=q.real,
                 real_source=q.real_source,
-                threshold=policy.threshold,
-                window=policy.window,
-                decision="compact" if policy.due(p.tokens) else "ok",
-                first_in_segment=not cal.history,
+                threshold=d.threshold,
+                window=d.window,
+                decision="compact" if d.due else "ok",
+                first_in_segment=d.first_in_segment,
                 segment=q.segment,
-                factor=p.factor,
-                basis=p.basis,
+                factor=d.factor,
+                basis=d.basis,
                 recorded_compaction=q.index in marks,
                 model_window=est.model.window,
             )
@@ -187,13 +187,15 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
         removed = 0 if base is None else base - summary
         sim_est = q.estimate - removed
         sim_real = None if q.real is None else max(0, int(q.real - ratio * removed))
-        predicted = cal.predict(sim_est).tokens
+        now = decide(cal, policy, sim_est)
+        predicted = now.predicted
         sim.max_predicted = max(sim.max_predicted, predicted)
-        if policy.due(predicted):
+        if now.due:
             cal.reset()
             sim_est = q.fixed + summary
-            after = cal.predict(sim_est).tokens
-            if policy.due(after):
+            folded = decide(cal, policy, sim_est)
+            after = folded.predicted
+            if folded.due:
                 sim.cannot_fit_at, sim.cannot_fit_tokens = q.index, after
                 break
             sim.compactions.append(q.index)

@@ -1,0 +1,120 @@
+"""The fold step: apply a strategy to the context and check the result, for ``compact`` (files)
+and ``ContextGuard`` (in-process) alike.
+
+Folding starts a new segment: the calibrator is reset (no stale factor survives a compaction,
+the reference design's step 6), the summary gets the budget that leaves the compacted request
+under the threshold, tool calls and results are re-paired, and the result is refused when it
+changed nothing, is still due, or shrank less than ``min_shrink``. A fold that fails leaves the
+calibrator as it found it: what the session taught stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxfold.engine.budget import fit_budget
+from ctxfold.engine.calibration import Calibrator
+from ctxfold.engine.policy import Decision, Policy, decide
+from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
+from ctxfold.providers.base import Summarizer, SummaryResult
+from ctxfold.strategies.base import Strategy, StrategyInput
+from ctxfold.tokens.counting import Counter
+from ctxfold.transcript.model import Message
+from ctxfold.transcript.repair import repair_pairs
+
+
+@dataclass(frozen=True)
+class Folded:
+    messages: list[Message]  # the compacted context, tool calls and results paired
+    summary: SummaryResult | None  # None when the strategy called no summarizer
+    notes: tuple[str, ...]  # what the strategy and the re-pairing did, for the user
+    after: Decision  # the decision on the compacted request (a new segment)
+    budget: int  # the summary's output budget in tokens
+
+
+@dataclass(frozen=True)
+class FoldInput:
+    messages: Sequence[Message]
+    strategy: Strategy
+    counter: Counter
+    policy: Policy
+    calibrator: Calibrator
+    fixed: int  # counted tokens of the system prompt, tools and per-request framing
+    before: Decision  # the decision that called for the fold
+    summarizer: Summarizer
+    summarizer_window: int
+    instructions: str | None = None
+    keep_observations: int = 10
+    min_shrink: float = 0.0  # share of the request a pass must take off, else NoShrinkError
+
+
+def fold(inp: FoldInput) -> Folded:
+    cal = inp.calibrator
+    saved = (list(cal.history), cal.prior)
+    cal.reset()
+    try:
+        return _fold(inp)
+    except BaseException:
+        cal.history[:], cal.prior = saved
+        raise
+
+
+def _fold(inp: FoldInput) -> Folded:
+    cal, policy, before = inp.calibrator, inp.policy, inp.before
+
+    def estimate_of(msgs: Sequence[Message]) -> int:
+        return inp.fixed + sum(c.total for c in inp.counter.count_messages(list(msgs)))
+
+    budget = fit_budget(cal, policy, inp.fixed, before.estimate - inp.fixed)
+    out = inp.strategy.apply(
+        StrategyInput(
+            messages=inp.messages,
+            counter=inp.counter,
+            policy=policy,
+            predict=lambda msgs: cal.predict(estimate_of(msgs)).tokens,
+            summarizer=inp.summarizer,
+            summarizer_window=inp.summarizer_window,
+            budget_tokens=budget,
+            instructions=inp.instructions,
+            keep_observations=inp.keep_observations,
+        )
+    )
+    name = inp.strategy.name
+    if out.summary is not None and not out.summary.text.strip():
+        raise UsageError(f"the summarizer ({out.summary.provider}) returned an empty summary")
+    final, repairs = repair_pairs(out.messages)
+    if final == list(inp.messages):  # a count that disagrees with the content must not pass for a shrink
+        raise NoShrinkError(
+            f"refused: the {name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
+            "try --strategy summary"
+        )
+    after = decide(cal, policy, estimate_of(final))
+    if after.due:
+        raise WindowTooSmallError(
+            f"the request cannot fit: the {name} pass leaves it at {after.predicted:,} predicted tokens, still "
+            f"over the threshold of {policy.threshold:,} in a {policy.window:,}-token window (before: "
+            f"{before.predicted:,}); {_cause(inp, out.summary, budget)}"
+        )
+    grew = inp.min_shrink >= 0 and after.estimate >= before.estimate
+    if grew or after.predicted > before.predicted * (1 - inp.min_shrink):
+        least = (
+            f"less than the {inp.min_shrink:.0%} reduction a pass must make"
+            if inp.min_shrink
+            else "no smaller"
+        )
+        raise NoShrinkError(
+            f"refused: the {name} pass would take the request from {before.predicted:,} to "
+            f"{after.predicted:,} predicted tokens, {least}"
+        )
+    return Folded(final, out.summary, (*out.notes, *repairs), after, budget)
+
+
+def _cause(inp: FoldInput, summary: SummaryResult | None, budget: int) -> str:
+    if summary is not None:
+        tokens = inp.counter.tokenizer.count(summary.text)
+        if tokens > budget * 1.1:
+            return f"the summary is {tokens:,} tokens against a budget of {budget:,}"
+    if inp.strategy.name != "summary":
+        return "try --strategy summary, a larger window, or fewer tools"
+    return "use a model with a larger window or fewer tools"
