@@ -71,16 +71,14 @@ def estimate(
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand, read_each
     from ctxfold.config import load_config
-    from ctxfold.engine.calibration import Prediction
-    from ctxfold.engine.now import estimate_doc, estimate_session
+    from ctxfold.engine.now import Estimate, estimate_doc, estimate_session
     from ctxfold.engine.profile import Profiles
-    from ctxfold.tokens.estimate import FileEstimate
 
     config = load_config()
     profiles = None if no_profile else Profiles()
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
 
-    def read(path: str) -> tuple[FileEstimate, Prediction]:
+    def read(path: str) -> Estimate:
         with render.progress(path, enabled=not json_out) as on_progress:
             return estimate_session(
                 path,

@@ -61,6 +61,12 @@ SPECS: dict[str, Spec] = {
 
 @dataclass(frozen=True)
 class Config:
+    """The settings read from ``ctxfold.toml`` (see :func:`load_config`).
+
+    >>> ctxfold.Config().models
+    {}
+    """
+
     path: Path | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -77,7 +83,15 @@ def candidates() -> list[Path]:
 
 
 def load_config(path: Path | None = None) -> Config:
-    """The first config file found; ``path`` or ``CTXFOLD_CONFIG`` name one that must exist."""
+    """The first config file found; ``path`` or ``CTXFOLD_CONFIG`` name one that must exist.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "ctxfold.toml"
+    >>> _ = path.write_text('[models."my-local-model"]\\nwindow = 32000\\n')
+    >>> config = ctxfold.load_config(path)
+    >>> ctxfold.ContextGuard("my-local-model", config=config).policy.window
+    32000
+    """
     explicit = path or (Path(os.environ[ENV_VAR]) if os.environ.get(ENV_VAR) else None)
     if explicit is not None:
         if not explicit.is_file():

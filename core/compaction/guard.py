@@ -63,7 +63,13 @@ class Prepared:
     """What to send: the messages (after the watermark and any compaction) and why.
 
     ``messages`` are of the kind the events were: the caller's own objects, with the summary and
-    the continuation as user messages of that kind (see ``LiveReader.own``), or ``Message`` values."""
+    the continuation as user messages of that kind (see ``LiveReader.own``), or ``Message`` values.
+
+    >>> guard = ctxfold.ContextGuard("gpt-4o", window=8_000)
+    >>> prepared = guard.before_request([{"role": "user", "content": "Hello"}])
+    >>> prepared.messages, prepared.compacted
+    ([{'role': 'user', 'content': 'Hello'}], False)
+    """
 
     messages: list[Any]
     decision: Decision
@@ -88,7 +94,23 @@ class ContextGuard:
     One ``store`` (or one ``agent`` name in it) per conversation: the state remembers which
     conversation it belongs to and refuses another. No config file is read unless ``config``
     is given (``load_config()``): then its ``[models."NAME"]`` table and ``[defaults]`` apply
-    where an argument is not given, after the ``CTXFOLD_*`` variables, as in the CLI."""
+    where an argument is not given, after the ``CTXFOLD_*`` variables, as in the CLI.
+
+    >>> guard = ctxfold.ContextGuard("gpt-4o", window=8_000)
+    >>> history = [{"role": "user", "content": "Explain the parser."}]
+    >>> guard.before_request(history, system="You are a coding agent.").compacted
+    False
+    >>> guard.after_response(300)  # the provider's usage: prompt tokens of that request
+    >>> history += [
+    ...     {"role": "assistant", "content": "The parser reads each line. " * 1200},
+    ...     {"role": "user", "content": "Now fix the parser."},
+    ... ]
+    >>> prepared = guard.before_request(history, system="You are a coding agent.")
+    >>> prepared.compacted, len(prepared.messages), prepared.after.predicted < 6_400
+    (True, 2, True)
+    >>> "`Now fix the parser.`. Continue working on this request" in prepared.messages[1]["content"]
+    True
+    """
 
     def __init__(
         self,

@@ -49,6 +49,13 @@ class _WouldSummarize(Exception):
 
 @dataclass
 class CompactResult:
+    """What a compaction did (``status``), the request before and after, and where it wrote.
+
+    >>> r = ctxfold.compact("fixtures/real/claude-code-sidechains.jsonl", dry_run=True)
+    >>> r.status, r.tokens_before < r.policy.threshold
+    ('not-due', True)
+    """
+
     status: str  # "compacted" | "not-due" | "up-to-date" | "dry-run"
     path: str
     format: str

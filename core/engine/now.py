@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxfold.config import Config
 from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
@@ -22,6 +22,22 @@ from ctxfold.engine.profile import (
 )
 from ctxfold.formats.loader import Opened
 from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
+
+
+class Estimate(NamedTuple):
+    """A session's count now and the engine's prediction of the next request's real size.
+
+    >>> counts, predicted = ctxfold.estimate("fixtures/real/claude-code-sidechains.jsonl")
+    >>> counts.format, len(counts.requests), predicted.basis.startswith("last real")
+    ('claude-code', 9, True)
+    """
+
+    counts: FileEstimate  # ctxfold's count of the context now, by part, and every request's
+    predicted: Prediction  # the calibrated real size of the next request
+
+    def to_dict(self, calibration: str = DEFAULT_CALIBRATOR) -> dict[str, Any]:
+        """The ``estimate --json`` document of this file."""
+        return estimate_doc(self.counts, self.predicted, calibration)
 
 
 def _key(est: FileEstimate) -> str:
@@ -76,7 +92,7 @@ def estimate_session(
     skip_invalid: bool = False,
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
-) -> tuple[FileEstimate, Prediction]:
+) -> Estimate:
     """``estimate``: a file's count, the next request's predicted size, and what it teaches
     ``profiles`` (when given; the caller saves them). ``report_file`` is its replaying twin."""
     est = estimate_file(
@@ -92,7 +108,7 @@ def estimate_session(
     predicted = predict_now(est, prior_for(est, profiles))
     if profiles is not None:
         learn_from(profiles, est)
-    return est, predicted
+    return Estimate(est, predicted)
 
 
 def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Calibrator:

@@ -78,7 +78,12 @@ def make_policy(window: int, *, max_tokens: int | None = None, buffer: str | int
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether a request is due for compaction, with the numbers behind it."""
+    """Whether a request is due for compaction, with the numbers behind it.
+
+    >>> d = ctxfold.ContextGuard("claude-sonnet-4-5").decide(150_000)
+    >>> d.threshold, d.predicted, d.due
+    (180000, 195000, True)
+    """
 
     estimate: int  # tokens ctxfold counted in the request
     predicted: int  # the calibrated prediction the decision used

@@ -104,6 +104,15 @@ class Simulation:
 
 @dataclass
 class Report:
+    """A session replayed request by request: one :class:`Row` per model request (estimate,
+    prediction, real count, threshold, decision), and with ``simulate`` the compacted run.
+
+    >>> r = ctxfold.report("fixtures/real/claude-code-sidechains.jsonl", window=24_000)
+    >>> last = r.rows[-1]
+    >>> last.calibrated, last.real, last.threshold, last.decision
+    (21683, 21552, 19200, 'compact')
+    """
+
     estimate: FileEstimate
     policy: Policy
     calibration: str

@@ -30,7 +30,14 @@ class StateStore(Protocol):
 
 
 class MemoryStore:
-    """A plain mapping; pass your own dict to share state with an agent framework's session."""
+    """A plain mapping; pass your own dict to share state with an agent framework's session.
+
+    >>> session_state = {}
+    >>> guard = ctxfold.ContextGuard("gpt-4o", store=ctxfold.MemoryStore(session_state))
+    >>> _ = guard.before_request([{"role": "user", "content": "Hello"}])
+    >>> sorted(session_state)[:2]
+    ['__context_guard_conversation_default', '__context_guard_last_heuristic_default']
+    """
 
     def __init__(self, data: MutableMapping[str, Any] | None = None) -> None:
         self.data: MutableMapping[str, Any] = data if data is not None else {}
@@ -46,7 +53,16 @@ class MemoryStore:
 
 
 class JsonFileStore(MemoryStore):
-    """A JSON object on disk, rewritten atomically on every change."""
+    """A JSON object on disk, rewritten atomically on every change: the guard's state survives
+    a restart of the agent.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "guard.json"
+    >>> guard = ctxfold.ContextGuard("gpt-4o", store=ctxfold.JsonFileStore(path))
+    >>> _ = guard.before_request([{"role": "user", "content": "Hello"}])
+    >>> path.exists()
+    True
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -50,9 +50,11 @@ def _describe(raw: bytes, err: orjson.JSONDecodeError, last: bool) -> str:
 def iter_lines(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Line | LineError]:
     """Yield each non-blank line parsed, or a LineError for a line that is not JSON.
 
-    Errors are yielded, not raised, so the caller decides between failing and skipping.
+    Errors are yielded, not raised, so the caller decides between failing and skipping. A
+    ``stream`` given by the caller is read from and left open; a file opened here is closed.
     """
     f = stream if stream is not None else open_binary(path)
+    owned = stream is None and f is not sys.stdin.buffer
     try:
         prev: bytes | None = None
         no = 0
@@ -64,7 +66,7 @@ def iter_lines(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Lin
         if prev is not None and prev.strip():
             yield _parse(prev, no, last=True)
     finally:
-        if f is not sys.stdin.buffer:
+        if owned:
             f.close()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ctxfold.errors import EmptyInputError, LineError, UnknownFormatError
 from ctxfold.formats import registry
@@ -39,9 +39,22 @@ class Opened:
     current_line: int = 0  # the line being read when the entry just yielded was produced
 
 
-def open_transcript(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> Opened:
-    path = str(path)
-    lines = iter_lines(path)
+def open_transcript(
+    source: str | Path | BinaryIO, *, fmt: str | None = None, skip_invalid: bool = False
+) -> Opened:
+    """Detect the format from the first lines and return at once; ``source`` is a path, ``-``
+    for stdin, or a binary stream (read, never closed; errors name it by its ``name``).
+    Entries are read as the iterator is consumed, so a long log never sits in memory whole.
+
+    >>> opened = ctxfold.open_transcript("fixtures/codex/edge-cases.jsonl")
+    >>> opened.format, next(opened.entries).kind
+    ('codex', 'context')
+    """
+    if isinstance(source, (str, Path)):
+        path, lines = str(source), iter_lines(source)
+    else:
+        path = str(getattr(source, "name", "<stream>"))
+        lines = iter_lines(path, source)
     head: list[Line] = []
     skipped: list[LineError] = []
     for item in lines:
@@ -140,8 +153,8 @@ def _stream(
     yield from reader.finish()
 
 
-def load(path: str | Path, *, fmt: str | None = None, skip_invalid: bool = False) -> Transcript:
-    opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
+def load(source: str | Path | BinaryIO, *, fmt: str | None = None, skip_invalid: bool = False) -> Transcript:
+    opened = open_transcript(source, fmt=fmt, skip_invalid=skip_invalid)
     return materialize(list(opened.entries), opened.format, opened.path)
 
 

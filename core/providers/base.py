@@ -7,15 +7,23 @@ behind it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ctxfold.transcript.model import Message
 
 
 @dataclass(frozen=True)
 class SummaryRequest:
+    """What a summarizer is asked to fold: the conversation, the summary's token budget, and
+    the summary it rolls in (a second compaction folds the first one's summary too).
+
+    >>> request = ctxfold.SummaryRequest([ctxfold.Message("user", (ctxfold.TextPart("Fix the parser"),))], 2_000)
+    >>> request.budget_tokens, request.previous_summary
+    (2000, None)
+    """
+
     messages: Sequence[Message]  # the conversation to fold, oldest first, already truncated
     budget_tokens: int  # the summary's output budget (buffer × 0.5)
     previous_summary: str | None = None
@@ -26,6 +34,12 @@ class SummaryRequest:
 
 @dataclass(frozen=True)
 class SummaryResult:
+    """A summarizer's answer: the summary, who wrote it, and what the call cost.
+
+    >>> ctxfold.SummaryResult("The user asked to fix the parser.", provider="mine").provider
+    'mine'
+    """
+
     text: str
     provider: str
     model: str | None = None
@@ -34,7 +48,17 @@ class SummaryResult:
     dropped: int = 0  # messages the provider left out to fit its window (on top of the request's)
 
 
-Summarizer = Callable[[SummaryRequest], SummaryResult]
+class Summarizer(Protocol):
+    """Anything that turns a :class:`SummaryRequest` into a :class:`SummaryResult`: a provider
+    from :func:`make_summarizer`, or a function of your own.
+
+    >>> def first_words(request: ctxfold.SummaryRequest) -> ctxfold.SummaryResult:
+    ...     said = " / ".join(m.text[:40] for m in request.messages if m.role == "user")
+    ...     return ctxfold.SummaryResult(f"The user said: {said}", provider="first-words")
+    >>> guard = ctxfold.ContextGuard("gpt-4o", window=8_000, summarizer=first_words)
+    """
+
+    def __call__(self, request: SummaryRequest, /) -> SummaryResult: ...
 
 
 def budget_summarizer(request: SummaryRequest) -> SummaryResult:

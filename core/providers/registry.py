@@ -138,6 +138,12 @@ def make_summarizer(
     ``openai-responses``). Bad names and options raise
     :class:`UsageError` here, before anything is sent; call-time failures (missing key,
     HTTP errors, timeouts) are the chain's to handle.
+
+    >>> summarize = ctxfold.make_summarizer("offline")
+    >>> request = ctxfold.SummaryRequest([ctxfold.Message("user", (ctxfold.TextPart("Fix the parser"),))], 2_000)
+    >>> summary = summarize(request)
+    >>> summary.provider, "Fix the parser" in summary.text
+    ('offline', True)
     """
     parsed = parse_spec(spec)
     ToolResults.parse(tool_results)  # a bad value is a usage error whichever providers are chained

