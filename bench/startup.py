@@ -29,7 +29,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--other", help="another interpreter whose ctxfold to time beside this one")
     args = ap.parse_args()
-    help_cmd = [sys.executable, "-c", "from ctxfold.cli.app import main; import sys; sys.argv=['ctxfold','--help']; main()"]
+    help_cmd = [
+        sys.executable,
+        "-c",
+        "from ctxfold.cli.app import main; import sys; sys.argv=['ctxfold','--help']; main()",
+    ]
     cmds = {"python -c pass": [sys.executable, "-c", "pass"], "ctxfold --help": help_cmd}
     if args.other:
         cmds["other ctxfold --help"] = [args.other, *help_cmd[1:]]

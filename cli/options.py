@@ -28,11 +28,19 @@ CalibrationOpt = Annotated[
     typer.Option("--calibration", "-c", help="growth (default), affine or seed (the reference rule, len/4)."),
 ]
 BufferOpt = Annotated[
-    str | None, typer.Option("--buffer", help="Buffer in tokens or percent (default: the seeds' rule).")
+    str | None,
+    typer.Option(
+        "--buffer",
+        help="Buffer in tokens or percent (default: 20,000 for windows of 200k or more, else 20%).",
+    ),
 ]
 MaxTokensOpt = Annotated[
     int | None,
-    typer.Option("--max-tokens", min=1, help="Use this as the window for the rule (seeds' WithMaxTokens)."),
+    typer.Option(
+        "--max-tokens",
+        min=1,
+        help="Decide as if the window were this many tokens (overflows still count against the model's).",
+    ),
 ]
 NoProfileOpt = Annotated[
     bool, typer.Option("--no-profile", help="Ignore (and do not update) the learned profile.")

@@ -139,3 +139,22 @@ def test_the_command_line_does_not_import_the_providers_or_sdks() -> None:
 def test_a_name_is_imported_on_first_use_only() -> None:
     loaded = _imported_after("import ctxfold\nctxfold.ContextGuard")
     assert "ctxfold.compaction.guard" in loaded and "anthropic" not in loaded
+
+
+def test_docs_api_lists_every_public_name() -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    missing = [name for name in NAMES if f"`{name}" not in text]
+    assert not missing, f"docs/api.md does not list {missing}"
+
+
+def test_the_readme_stays_for_users() -> None:
+    """About 300 lines at most, every docs/ link resolves, and no internal jargon."""
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("\n") <= 300
+    import re
+
+    for link in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / link).is_file(), link
+    for doc in (ROOT / "docs").glob("*.md"):
+        assert "seeds" not in doc.read_text(), doc.name
+    assert "seeds" not in readme

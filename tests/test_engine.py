@@ -357,7 +357,7 @@ def test_the_readme_agent_loop_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.chdir(tmp_path)
     readme = (ROOT / "README.md").read_text()
-    code = readme.split("### In an agent loop", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    code = readme.split("### Use it in an agent loop", 1)[1].split("```python", 1)[1].split("```", 1)[0]
 
     class BadRequestError(Exception):
         pass

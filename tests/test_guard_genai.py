@@ -283,9 +283,9 @@ def scripted_model(limit: int, steps: int = 3) -> Any:
 
 
 def readme_adk_example(model: Any) -> dict[str, Any]:
-    """The README's ADK snippet, run as written; its free names are the test's."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### In an agent loop", 1)[1].split("\n### ", 1)[0]
+    """The documented ADK snippet (docs/agent-loop.md), run as written; its free names are the test's."""
+    readme = (ROOT / "docs" / "agent-loop.md").read_text()
+    section = readme.split("## Google ADK", 1)[1].split("\n## ", 1)[0]
     code = next(b.split("```", 1)[0] for b in section.split("```python")[1:] if "google.adk" in b)
     namespace = {"model": model, "system_prompt": "You are a careful file agent.", "tools": [read_file]}
     exec(compile(code, "README.md", "exec"), namespace)

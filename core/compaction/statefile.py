@@ -5,7 +5,7 @@ its entries the summary covers (the watermark), and the sha256 of the file's byt
 so a file that was rewritten rather than appended is detected. The last covered entry is hashed
 too: a response still being written (a Claude Code message grows line by line) is folded again. It also keeps
 the numbers behind the decision (tokens before and after, last real and estimated counts,
-calibration) and a ledger of every pass. Documented in README ("State file").
+calibration) and a ledger of every pass. Documented in docs/commands.md ("State file").
 """
 
 from __future__ import annotations

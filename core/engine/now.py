@@ -135,7 +135,7 @@ def predict_now(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALI
 def estimate_doc(
     est: FileEstimate, predicted: Prediction, calibration: str = DEFAULT_CALIBRATOR
 ) -> dict[str, Any]:
-    """The ``--json`` form of one file's estimate with the engine's prediction (README, "estimate --json")."""
+    """The ``--json`` form of one file's estimate with the engine's prediction (docs/commands.md, "estimate")."""
     doc = estimate_to_dict(est)
     window = est.model.window
     doc["predicted"] = {

@@ -195,7 +195,7 @@ def _with_progress(opened: Opened, callback: Callable[[Opened], None]) -> Iterat
 
 
 def estimate_to_dict(r: FileEstimate) -> dict[str, Any]:
-    """The ``--json`` form of one file's estimate (schema: README, "estimate --json")."""
+    """The ``--json`` form of one file's estimate (schema: docs/commands.md, "estimate")."""
     last = r.last_real
     return {
         "path": r.path,
