@@ -84,7 +84,7 @@ CASES = {
         results=170,
         usage=173,  # 175 token_count, 173 with new totals
         opaque=0,
-        contexts=7,  # 1 + 5 turn_context + 1
+        contexts=9,  # session_meta + 5 turn_context + 1 window + 2 world_state
         last_prompt=296324,
         final_total=35877289,
         window=353400,
@@ -279,7 +279,7 @@ def test_edge_counts() -> None:
     # tool: 10, 14, 16; usage: lines 11 and 19 (12 repeats 11's totals; 24 is dropped because
     # no assistant item came after the last usage: 1 drop); compaction: 21; api errors: 25, 26
     # (27 is not an overflow); contexts: session_meta 1, turn_context 2 and 22, window 272000
-    # from task_started (3) and 300000 from line 19.
+    # from task_started (3) and 300000 from line 19, the world_state of line 28.
     c = _counts(_edge())
     assert {k: c[k] for k in ("user", "system", "assistant", "tool", "usage", "calls", "results")} == {
         "user": 2,
@@ -290,7 +290,7 @@ def test_edge_counts() -> None:
         "calls": 3,
         "results": 3,
     }
-    assert (c["compaction"], c["api_error"], c["context"], c["opaque"]) == (1, 2, 5, 1)
+    assert (c["compaction"], c["api_error"], c["context"], c["opaque"]) == (1, 2, 6, 1)
 
 
 def test_edge_dropped_usage_is_counted() -> None:
@@ -307,7 +307,10 @@ def test_edge_values() -> None:
     msgs = [e for e in entries if isinstance(e, Message)]
     meta = entries[0]
     assert isinstance(meta, ContextUpdate)
-    assert meta.system == ("You are a test system prompt.",) and meta.session_id == "sess-edge-1"
+    assert (
+        meta.system == ("You are a test system prompt.",)
+        and meta.session_id == "0199e000-0000-7000-8000-0000000000e1"
+    )
     assert meta.extra["cli_version"] == "0.40.0" and meta.extra["model_provider"] == "openai"
 
     user = msgs[1]

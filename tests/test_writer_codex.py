@@ -139,7 +139,7 @@ def test_write_streams() -> None:
 # ------------------------------------------------------------------------------ check rules
 
 META = {
-    "id": "s1",
+    "id": "019a0000-0000-7000-8000-000000000001",
     "timestamp": "2026-01-01T00:00:00Z",
     "cwd": "/p",
     "originator": "codex_cli_rs",
@@ -248,23 +248,28 @@ def test_item_shapes() -> None:
 
 
 def test_foreign_transcript(tmp_path: Path) -> None:
-    """A message holding several outputs is split into Codex's one-item-per-output shape; the
-    usage goes to the last item of the response."""
+    """Another harness's transcript: its instructions become the history's first (developer)
+    message, not Codex's base instructions; its reasoning goes (an Anthropic signature is no
+    OpenAI encrypted_content); no model or turn_context of that harness is written (Codex uses
+    its own on resume); the legacy layout, which every Codex reads. A message holding several
+    outputs is split into Codex's one-item-per-output shape; the usage goes to the last item of
+    the response."""
     t = foreign("tool")
     out = tmp_path / "f.jsonl"
     rows = [orjson.loads(line) for line in write_file(W, t, out)]
     assert violations(out, "codex") == []
-    assert [d["payload"].get("type") for d in rows if d["type"] == "response_item"] == [
-        "message", "reasoning", "message", "function_call", "function_call_output", "message"
+    assert [d["type"] for d in rows if d["type"] != "response_item"] == ["session_meta", "event_msg"]
+    meta = rows[0]["payload"]
+    assert "history_mode" not in meta and "base_instructions" not in meta and "model" not in meta
+    assert not any("ordinal" in d for d in rows)
+    assert [(d["payload"]["type"], d["payload"].get("role")) for d in rows if d["type"] == "response_item"] == [
+        ("message", "developer"), ("message", "user"), ("message", "assistant"), ("function_call", None),
+        ("function_call_output", None), ("message", "assistant"),
     ]  # fmt: skip
     t2 = loader.load(out, fmt="codex")
-    # A thinking signature is Anthropic's: Codex reasoning items have no place for it.
-    unsigned = [
-        (r, dataclasses.replace(p, signature=None) if isinstance(p, ThinkingPart) else p)
-        for r, p in parts_of(t)
-    ]
-    assert parts_of(t2) == unsigned
+    without_thinking = [(r, p) for r, p in parts_of(t) if not isinstance(p, ThinkingPart)]
+    assert parts_of(t2) == [("system", TextPart("Be brief.")), *without_thinking]
     with_usage = [m for m in t2.messages if m.usage is not None]
     assert len(with_usage) == 1 and isinstance(with_usage[0].parts[0], ToolCallPart)
     assert with_usage[0].usage.prompt_tokens == 1200
-    assert (t2.session_id, t2.system) == (t.session_id, ("Be brief.",))
+    assert t2.system == () and t2.session_id == meta["id"]
