@@ -438,3 +438,58 @@ def test_streaming() -> None:
     assert isinstance(first, ContextUpdate)
     total = sum(1 for _ in path.open("rb"))
     assert opened.lines_read < total  # not read to the end to produce the first entry
+
+
+# ------------------------------------------- rollouts the real Codex 0.169 and 0.130 wrote
+
+# fixtures/codex/lab-*.jsonl: two turns (one runs `seq 1 3`), then Codex's own compaction before
+# the second, against the harness lab's scripted server (which reported the usage: 15,000, 25,000,
+# 26,000 for the compaction request, then 5,000 input tokens; 12 output tokens each).
+LAB = {v: FIXTURES / "codex" / f"lab-{v}.jsonl" for v in ("0169", "0130")}
+
+
+def _raw_lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(raw) for raw in path.read_text().splitlines()]
+
+
+def test_usage_comes_from_token_usage_records() -> None:
+    """0.153+: one token_usage_record per response; the token_count events repeat the totals
+    (and after the compaction say the window with a zero count), and add no usage."""
+    rows = _raw_lines(LAB["0169"])
+    records = [r["payload"]["usage"] for r in rows if r["type"] == "token_usage_record"]  # type: ignore[index]
+    msgs = [m for m in _entries(LAB["0169"]) if isinstance(m, Message) and m.usage is not None]
+    assert (
+        [(m.usage.prompt_tokens, m.usage.output_tokens) for m in msgs if m.usage]
+        == [(r["input_tokens"], r["output_tokens"]) for r in records]
+        == [(15_000, 12), (25_000, 12), (26_000, 12), (5_000, 12)]
+    )
+    first = msgs[0]
+    assert first.usage is not None and "cache_write_tokens" in first.usage.fields
+    assert first.usage.fields["prompt_tokens"] == "payload.usage.input_tokens"
+    assert first.tool_calls and first.extra[codex.RECORD]["response_id"] == "resp_lab000001"
+
+
+def test_legacy_usage_comes_from_token_count() -> None:
+    msgs = [m for m in _entries(LAB["0130"]) if isinstance(m, Message) and m.usage is not None]
+    assert [m.usage.prompt_tokens for m in msgs if m.usage] == [
+        15_000,
+        25_000,
+        5_000,
+    ]  # the compaction's is on no item
+    assert all(m.usage and "cache_write_tokens" not in m.usage.fields for m in msgs)
+
+
+def test_world_state_and_item_metadata_are_kept() -> None:
+    entries = _entries(LAB["0169"])
+    states = [
+        e.extra[codex.WORLD_STATE]
+        for e in entries
+        if isinstance(e, ContextUpdate) and codex.WORLD_STATE in e.extra
+    ]
+    assert [s["full"] for s in states] == [True, True]  # at the start and after the compaction
+    rows = _raw_lines(LAB["0169"])
+    with_meta = [r for r in rows if "metadata" in r]
+    kept = [
+        m.extra[codex.LINE_EXTRA] for m in entries if isinstance(m, Message) and codex.LINE_EXTRA in m.extra
+    ]
+    assert kept == [{"metadata": r["metadata"]} for r in with_meta] and kept
