@@ -252,9 +252,9 @@ def _numbered(name: str) -> tuple[list[dict[str, Any]], int, str]:
     if name == "ordinal repeated":
         rows[3]["ordinal"] = 2
         return rows, 4, "ordinal 2 repeats or goes back"
-    if name == "ordinal skipped":
-        rows[4]["ordinal"] = 9
-        return rows, 5, "ordinal 9 skips"
+    if name == "ordinal goes back":
+        rows[4]["ordinal"] = 1
+        return rows, 5, "ordinal 1 repeats or goes back"
     raise AssertionError(name)
 
 
@@ -275,7 +275,7 @@ CASES = [
     "duplicated entry",
     "last line not numbered",
     "ordinal repeated",
-    "ordinal skipped",
+    "ordinal goes back",
 ]
 
 

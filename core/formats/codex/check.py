@@ -9,8 +9,8 @@ response item appears twice in that history (a duplicated entry).
 on every line, the session_meta fields and a UUID id, ``compacted.message`` a string,
 function-call arguments a string, the payloads of ``world_state`` and ``token_usage_record``) and,
 in a paginated rollout (``history_mode: "paginated"``, Codex 0.148+), the line numbers: every line
-has an ``ordinal``, each one more than the last (Codex appends from the last one, and refuses to
-resume when the last line has none). The two are disjoint: ``ctxfold validate`` runs both.
+has an ``ordinal``, each one greater than the last (Codex numbers them 0, 1, 2..., appends from the
+last one, and refuses to resume when the last line has none). The two are disjoint: ``ctxfold validate`` runs both.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def _payload_rules(kind: str, p: dict[str, Any], no: int, out: list[tuple[int, s
 
 
 class _Ordinals:
-    """A paginated rollout numbers its lines: each one more than the one before."""
+    """A paginated rollout numbers its lines: each one greater than the one before."""
 
     def __init__(self) -> None:
         self.paginated: bool | None = None  # decided by the first line (the session_meta)
@@ -136,9 +136,8 @@ class _Ordinals:
             out.append((no, "a paginated rollout numbers every line: 'ordinal' missing or not a count"))
             self.last = None
             return
-        if self.last is not None and n != self.last + 1:
-            what = "repeats or goes back before" if n <= self.last else "skips after"
-            out.append((no, f"ordinal {n} {what} the line before's {self.last}"))
+        if self.last is not None and n <= self.last:
+            out.append((no, f"ordinal {n} repeats or goes back before the line before's {self.last}"))
         self.last = n
 
 
