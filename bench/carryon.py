@@ -175,7 +175,10 @@ def score(key: str, path: Path, strategy: str, provider: str, out: Path) -> Scor
     if label.get("deliverable"):
         whole_deliverable = deliverable_text(original, label["deliverable"])
         s.deliverable = whole_deliverable is not None and whole_deliverable in text
-    if not made_summary:  # no summary: the agent sees the conversation's end as it was
+    summary = summary or (messages[0].text if messages else "")
+    if (
+        not made_summary or "goes on verbatim after this summary" in summary
+    ):  # the end is kept as it was: the agent sees the conversation's end as it was
         s.state = "as-is"
         last = next((m for m in reversed(original) if m.role == "assistant" and m.text.strip()), None)
         s.state_ok = last is None or norm(last.text) in text

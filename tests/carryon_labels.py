@@ -361,6 +361,8 @@ LABELS: dict[str, Label] = {
             "toolTitle",
             "toolOutput",
             "has no exported member 'EditorTheme'",
+            "v0.8.0",
+            "45ffe0a",
         ],
         "paths": [
             "packages/coding-agent/src/theme/theme.ts",
@@ -369,7 +371,7 @@ LABELS: dict[str, Label] = {
             "packages/tui/src/components/truncated-text.ts",
             "CHANGELOG.md",
         ],
-        "deliverable": None,
+        "deliverable": "Perfect! Now ready for commit and tag.",
     },
     "litellm/openhands-sdk-sonnet4-requests.jsonl": _LITELLM,
     "openhands/multi-swe-bench-output.jsonl": {

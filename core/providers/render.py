@@ -28,7 +28,16 @@ from ctxfold.transcript.model import (
     ToolResultPart,
 )
 
-SECTIONS = ("Current State", "Key Information", "Context & Decisions", "Exact Next Steps", "Todo List")
+SECTIONS = (
+    "Current State",
+    "User Rules (verbatim)",
+    "User Requests (verbatim)",
+    "Last Deliverable (verbatim)",
+    "Key Information",
+    "Context & Decisions",
+    "Exact Next Steps",
+    "Todo List",
+)
 INPUT_RATIO = 0.80  # the seeds' cap on the summarizing call's input
 WORDS_PER_TOKEN = 0.75
 ARG_CHARS = 120  # per argument value of a rendered tool call
