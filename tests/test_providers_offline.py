@@ -85,6 +85,7 @@ def test_digest_sections_and_facts() -> None:
     todo = "- [completed] Reproduce the bug\n- [in_progress] Fix the parser\n- [pending] Run the full suite"
     assert text.rstrip().endswith(todo)
     assert "I will start with the tokenizer" in text and "Focus requested: keep the API" in text
+    assert "Focus requested: keep the API (2 details matching it kept first, verbatim.)" in text
     assert "  - [in_progress] Fix the parser" not in text.split("## Exact Next Steps")[0]
     assert "Fix the parser" in text.split("## Exact Next Steps")[1].split("## Todo List")[0]
     # the newest request's rule has a place of its own, verbatim

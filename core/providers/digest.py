@@ -40,6 +40,27 @@ from ctxfold.providers.todos import current_todos, todos_from_summary
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 
 CONTINUES = "the conversation goes on verbatim after this summary; its last messages show where things stand."
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "focus",
+        "about",
+        "keep",
+        "only",
+        "that",
+        "this",
+        "with",
+        "from",
+        "what",
+        "which",
+        "their",
+        "there",
+        "more",
+        "less",
+    ]
+)
 OLD_REQUEST_CHARS = 600  # an older request up to this long is quoted whole
 COMMAND_CHARS = 160
 ERROR_CHARS = 400
@@ -291,12 +312,26 @@ def digest(request: SummaryRequest, *, tokenizer: Tokenizer | None = None) -> st
     lines += _info_lines(facts)
     lines += [ln for ln in previous if ln.section not in (RULES,) and ln.group not in (CURRENT, DELIVERABLE)]
     lines += _next_steps(request, facts, st, todo_lines, any(ln.group == CURRENT for ln in lines))
-    focus = (request.instructions or "").strip().lower()
-    for ln in lines:  # what matches the focus asked for goes last
-        if focus and ln.tier < T_REQUESTS and any(w in ln.text.lower() for w in focus.split() if len(w) > 3):
-            ln.tier = T_REQUESTS
+    words = [
+        w
+        for w in re.findall(r"[\w./-]+", (request.instructions or "").lower())
+        if len(w) > 2 and w not in _STOP
+    ]
+    matched = 0
+    for ln in lines:  # what matches the focus asked for goes last (kept first), verbatim
+        if words and not ln.text.startswith("Focus requested") and any(w in ln.text.lower() for w in words):
+            matched += 1
+            ln.tier = ln.tier if ln.protected else T_REQUESTS + 1
         if ln.group == CURRENT:  # in full unless it would crowd out the rest
             ln.text = clip_tokens(ln.text, max(20, budget // 2), tok)
+    for ln in lines:
+        if ln.text.startswith("Focus requested:"):
+            ln.text += (
+                f" ({_n(matched, 'detail')} matching it kept first, verbatim.)"
+                if matched
+                else " (Nothing in the folded conversation matches it: the offline summary cannot narrow "
+                "itself to it, and is the usual one.)"
+            )
     return fit(lines, todo_lines, budget, tok)
 
 
