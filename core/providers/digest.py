@@ -161,11 +161,10 @@ def _request_lines(facts: Facts, previous: list[Line]) -> list[Line]:
 def _info_lines(facts: Facts) -> list[Line]:
     out: list[Line] = []
     for path, use in sorted(facts.files.items(), key=lambda kv: kv[1].last):
-        text = f"`{path}` ({', '.join(use.actions)})"
-        if use.reads > 1:
-            text += f" read ×{use.reads}"
+        actions = [f"read ×{use.reads}" if a == "read" and use.reads > 1 else a for a in use.actions]
         if use.lines and not use.whole:
-            text += f", lines {use.lines[0]}–{use.lines[1]}"
+            actions.append(f"lines {use.lines[0]}–{use.lines[1]}")
+        text = f"`{path}` ({', '.join(actions)})"
         changed = any(a != "read" for a in use.actions)
         out.append(Line(INFO, "Files touched", text, use.last, tier=T_FILES if changed else T_VALUES))
     for v in facts.values.items():

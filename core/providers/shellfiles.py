@@ -93,9 +93,36 @@ def _one(
     return out
 
 
+_PS_CMDLET = re.compile(
+    r"\b(Get-Content|Set-Content|Add-Content|Out-File|New-Item|Copy-Item|Move-Item|Remove-Item)\b([^;|}]*)",
+    re.I,
+)
+_PS_TARGET = re.compile(
+    r"-(Destination|Path|FilePath|LiteralPath)\s+(?:\(Join-Path (?:[^()]|\([^()]*\))*?'([^']+)'\)|'([^']+)'|\"([^\"$]+)\"|([^\s$()]+))",
+    re.I,
+)
+_PS_ACTION = {"get-content": "read", "remove-item": "deleted", "add-content": "edited"}
+
+
+def _powershell(command: str) -> list[tuple[str, str, tuple[int, int] | None]]:
+    """PowerShell's file cmdlets (Codex on Windows): the ``-Path``/``-Destination`` they name."""
+    out: list[tuple[str, str, tuple[int, int] | None]] = []
+    for cmdlet in _PS_CMDLET.finditer(command):
+        name, args = cmdlet.group(1).lower(), cmdlet.group(2)
+        targets = [
+            (t.group(1).lower(), next(g for g in t.groups()[1:] if g)) for t in _PS_TARGET.finditer(args)
+        ]
+        for flag, target in targets:
+            if name in ("copy-item", "move-item") and flag != "destination":
+                continue
+            if _fileish(target.replace("\\", "/")):
+                out.append((target, _PS_ACTION.get(name, "written"), None))
+    return out
+
+
 def shell_files(command: str) -> list[tuple[str, str, tuple[int, int] | None]]:
     """``(path, action, (first, last) line or None)`` for each file ``command`` touches."""
-    out: list[tuple[str, str, tuple[int, int] | None]] = []
+    out: list[tuple[str, str, tuple[int, int] | None]] = _powershell(command) if "-" in command else []
     body = command.split("<<", 1)[0] if "<<" in command else command
     for redirect in re.finditer(r"(?<![<>&\d])(>>?)\s*([^\s;&|<>]+)", body):
         target = redirect.group(2).strip("'\"")
