@@ -202,7 +202,8 @@ def _info_lines(facts: Facts) -> list[Line]:
             Line(
                 INFO,
                 "",
-                f"{_n(facts.settled, 'failure')} along the way were fixed later, expected, or searches that found nothing.",
+                f"{_n(facts.settled, 'failure')} along the way {'was' if facts.settled == 1 else 'were'} fixed "
+                "later, expected, or a search that found nothing: none of them is open.",
                 -10,
                 tier=T_COMMANDS,
             )

@@ -22,8 +22,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.facts import shell_command
 from ctxfold.providers.harness import is_synthetic, user_words
-from ctxfold.transcript.model import Message
+from ctxfold.transcript.model import Message, ToolCallPart
 
 WAITING, IN_PROGRESS, DONE = "waiting", "in_progress", "done"
 LABELS = {WAITING: "waiting for the user", IN_PROGRESS: "in progress", DONE: "done"}
@@ -63,6 +65,12 @@ class Standing:
     @property
     def label(self) -> str:
         return LABELS[self.state]
+
+
+def _described(call: ToolCallPart) -> str:
+    """A call as the next agent needs to see it: its command line when it is a shell call."""
+    cmd = next((shell_command(c) for c in inner_calls(call) if shell_command(c)), None)
+    return f"`{cmd[:200]}`" if cmd else call.name
 
 
 def _key(name: str) -> str:
@@ -123,7 +131,7 @@ def assess(messages: Sequence[Message]) -> Standing:
         None,
     )
     answered = {r.call_id for _, m in main for r in m.tool_results}
-    pending = [c.name for _, m in own for c in m.tool_calls if c.id not in answered]
+    pending = [_described(c) for _, m in own for c in m.tool_calls if c.id not in answered]
     last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
     results_after = any(m.tool_results for i, m in main if i > last_act)
     finished = any(_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
