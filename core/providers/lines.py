@@ -1,5 +1,6 @@
-"""The digest's lines: what each says, where it goes, how badly it is needed; rendering them;
-and reading a previous summary back into lines, so a second compaction rolls the first in.
+"""The digest's lines: what each says, where it goes, how badly it is needed; rendering them
+within a token budget (the least needed dropped first, the protected only trimmed); and reading
+a previous summary back into lines, so a second compaction rolls the first in.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def indent(text: str) -> str:
     return "\n".join(f"  {ln}" if ln.strip() else "" for ln in text.splitlines())
 
 
+def _bullet(text: str) -> str:
+    """A nested bullet; the lines of a multi-line text stay under it."""
+    first, *rest = text.splitlines() or [""]
+    return "\n".join([f"  - {first}", *(f"    {ln}" if ln.strip() else "" for ln in rest)])
+
+
 def deliverable_lines(text: str, tier: int) -> list[Line]:
     """One line per section of the deliverable; the last sections rank lowest."""
     parts = sections(text)
@@ -88,7 +95,7 @@ def render(lines: Sequence[Line], todo_lines: list[str], left_out: Sequence[Line
             elif not group:
                 body += [f"- {ln.text}" for ln in items]
             else:
-                nested = [indent(ln.text) if ln.block else f"  - {ln.text}" for ln in items]
+                nested = [indent(ln.text) if ln.block else _bullet(ln.text) for ln in items]
                 body.append(f"- {group}:\n" + "\n".join(nested))
         if section == LAST:
             gone = [ln.title for ln in left_out if ln.group == DELIVERABLE]
@@ -179,3 +186,60 @@ def carried(summary: str | None) -> list[Line]:
         body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("- Sections left out for room"))
         out.append(Line(LAST, DELIVERABLE, body.strip(), -1, block=True))
     return out
+
+
+def fit(lines: list[Line], todo_lines: list[str], budget: int, tok: Tokenizer) -> str:
+    """Render within ``budget`` tokens, dropping the lowest-ranked lines first."""
+    costs = tok.count_batch([ln.text for ln in lines]) if lines else []
+    order = sorted(range(len(lines)), key=lambda k: lines[k].rank(k))
+    fixed = tok.count(render([], todo_lines)) + 4 * len({(ln.section, ln.group) for ln in lines})
+    total = fixed + sum(costs) + 3 * len(lines)
+    dropped: set[int] = set()
+    for k in order:  # cheaply estimated; then checked exactly below
+        if total <= budget or lines[k].protected:
+            break
+        dropped.add(k)
+        total -= costs[k] + 3
+    keep = [k for k in range(len(lines)) if k not in dropped]
+    for k in sorted(dropped, key=lambda k: lines[k].rank(k), reverse=True):  # the estimate is rough: refill
+        trial = sorted([*keep, k])
+        if (
+            tok.count(render([lines[j] for j in trial], todo_lines, [lines[j] for j in dropped if j != k]))
+            <= budget
+        ):
+            keep = trial
+            dropped.discard(k)
+    kept = [lines[k] for k in keep]
+    left_out = [ln for k, ln in enumerate(lines) if k in dropped]
+    text = render(kept, todo_lines, left_out)
+    n = tok.count(text)
+    while n > budget:
+        droppable = [ln for ln in kept if not ln.protected]
+        if droppable:
+            worst = min(droppable, key=lambda ln: ln.rank(kept.index(ln)))
+            kept.remove(worst)
+            left_out.append(worst)
+        elif not _trim_protected(kept, todo_lines, n, budget):
+            return clip_tokens(text, budget, tok)  # a budget too small for the headings themselves
+        text = render(kept, todo_lines, left_out)
+        n = tok.count(text)
+    return text
+
+
+def _trim_protected(lines: Sequence[Line], todo_lines: list[str], text_tokens: int, budget: int) -> bool:
+    """Last resort: shorten the longest protected block (the newest request, the last reply),
+    then drop completed todos, then the others. False when nothing is left to shorten."""
+    over = text_tokens - budget
+    blocks = [ln for ln in lines if ln.block and len(ln.text) > 40]
+    if blocks:
+        ln = max(blocks, key=lambda x: (x.group != CURRENT, len(x.text)))
+        ln.text = clip(ln.text, max(40, min(len(ln.text) - over * 2, len(ln.text) * 3 // 4)))
+        return True
+    done = [t for t in todo_lines if "[completed]" in t]
+    if done:
+        todo_lines.remove(done[0])
+        return True
+    if todo_lines:
+        todo_lines.pop()
+        return True
+    return False
