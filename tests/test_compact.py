@@ -110,7 +110,7 @@ def test_second_run_is_a_noop_and_appended_run_folds_only_the_new_part(tmp_path:
     with src.open("ab") as f:
         for e in extra:
             f.write(orjson.dumps(e) + b"\n")
-    code, out, err = run(str(src), "--window", "3000", "--json")
+    code, out, err = run(str(src), "--force", "--json")  # something new: --force folds it, incrementally
     assert code == 0, err
     doc = orjson.loads(out)
     assert doc["incremental"] is True and doc["messages_before"] == 4  # [summary] + the three new messages

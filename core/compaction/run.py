@@ -231,6 +231,8 @@ def _compact(
                 instructions=opts.instructions,
                 keep_observations=opts.keep_observations,
                 min_shrink=MIN_SHRINK,
+                source=None if path == "-" else str(Path(path).resolve()),
+                source_range=_folded_range(read.transcript, resumed),
             )
         )
     except _WouldSummarize:
@@ -254,6 +256,17 @@ def _carry_on(outs: Outputs, compacted: Transcript, opts: CompactOptions) -> Car
     if carry is not None and opts.install:
         carry = install(carry, outs.compacted)
     return carry
+
+
+def _folded_range(t: Transcript, resumed: Resumed) -> str:
+    """Which entries of the session the pass folds, in words the summary can quote."""
+    total = len(t.entries)
+    first = resumed.ctx.start + 1
+    if resumed.incremental:
+        return f"entries {first}–{total} of {total}, after an earlier ctxfold summary"
+    if first > 1:
+        return f"entries {first}–{total} of {total}, after the session's own last compaction"
+    return f"entries 1–{total}, the whole session"
 
 
 def _check_paths(path: str, opts: CompactOptions) -> None:
