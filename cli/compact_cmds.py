@@ -74,6 +74,21 @@ def compact(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be done; call and write nothing.")
     ] = False,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="FORMAT",
+            help="Write the compacted session for another harness (claude-code, codex, pi, ...).",
+        ),
+    ] = None,
+    install: Annotated[
+        bool,
+        typer.Option(
+            "--install",
+            help="Also place the compacted session where its harness looks for it (never over a file).",
+        ),
+    ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Compact even if not due; replace existing outputs.")
     ] = False,
@@ -136,6 +151,8 @@ def compact(
                 dry_run=dry_run,
                 force=force,
                 keep_observations=conf["keep_observations"],
+                to=to,
+                install=install,
             ),
             config=config,
             profiles=profiles,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ctxfold.compaction.run import CompactResult
     from ctxfold.engine.calibration import Prediction
     from ctxfold.engine.profile import Profiles
+    from ctxfold.formats.base import CarryOn
     from ctxfold.formats.loader import Opened
     from ctxfold.formats.validate import Validation
     from ctxfold.tokens.estimate import FileEstimate
@@ -266,6 +267,27 @@ def compact(r: CompactResult) -> None:
         out.print(Text(f"  note         {n}"))
     for k, label in (("compacted", "transcript"), ("summary", "summary"), ("state", "state")):
         out.print(Text(f"  {label:<12} {d['outputs'][k]}"))
+    if r.carry_on is not None:
+        carry_on(r.carry_on)
+
+
+def carry_on(c: CarryOn) -> None:
+    """The command that resumes the compacted session, runnable as printed."""
+    import shlex
+
+    command = shlex.join(c.command)
+    if c.cwd:
+        command = f"cd {shlex.quote(c.cwd)} && {command}"
+    if c.installed:
+        out.print(Text(f"  installed    {c.install_to} (session {c.session_id})"))
+    out.print(Text(f"  carry on     {command}", style="bold"), soft_wrap=True)
+    if not c.ready:
+        out.print(
+            Text(
+                f"               after --install, which places it at {c.install_to} for {c.harness} to find"
+            ),
+            soft_wrap=True,
+        )
 
 
 def validation(results: Sequence[Validation]) -> None:

@@ -74,3 +74,28 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             f.write(data)
     except OSError as err:
         raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
+
+
+def create_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all, and only if no file is there: the temp file is
+    linked to the name, which fails when another file (a harness's own) already holds it."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _chmod(f.fileno(), tmp, mode_for(path))
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OutputError(f"{path} already exists: ctxfold never replaces a file the harness wrote") from None
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

@@ -39,6 +39,16 @@ def compact_doc(r: CompactResult) -> dict[str, Any]:
             "state": str(r.outputs.state),
         },
         "summarizer": None if s is None else {"provider": s.provider, "model": s.model, "usage": s.usage},
+        "carry_on": None
+        if r.carry_on is None
+        else {
+            "harness": r.carry_on.harness,
+            "session_id": r.carry_on.session_id,
+            "cwd": r.carry_on.cwd,
+            "command": list(r.carry_on.command),
+            "install_to": str(r.carry_on.install_to) if r.carry_on.install_to else None,
+            "installed": r.carry_on.installed,
+        },
         "notes": r.notes,
         "warnings": [*r.warnings, *(s.warnings if s else [])],
         "skipped_lines": r.skipped,

@@ -62,8 +62,9 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def render_transcript(t: Transcript) -> tuple[str, bytes]:
-    fmt, module = writer(t.source_format)
+def render_transcript(t: Transcript, to: str | None = None) -> tuple[str, bytes]:
+    """The transcript in its own format (or ``to``'s), and the format it was written in."""
+    fmt, module = writer(to or t.source_format)
     return fmt, b"".join(line + b"\n" for line in module.write(t))
 
 
@@ -93,9 +94,11 @@ def ensure_writable(outs: Outputs, *, force: bool) -> None:
         raise OutputError(f"{names} already exist(s); pass --force to replace")
 
 
-def write_outputs(outs: Outputs, compacted: Transcript, state: State, *, force: bool) -> Outputs:
+def write_outputs(
+    outs: Outputs, compacted: Transcript, state: State, *, force: bool, to: str | None = None
+) -> Outputs:
     ensure_writable(outs, force=force)
-    fmt, transcript_bytes = render_transcript(compacted)
+    fmt, transcript_bytes = render_transcript(compacted, to)
     summary_bytes = render_summary(state, outs.compacted, fmt)
     state_bytes = state.to_json()
     for path, data in (

@@ -8,6 +8,7 @@ rewritten one, the calibration, and a ledger of every pass.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -87,13 +88,16 @@ def compacted_transcript(
     model: str | None,
 ) -> Transcript:
     """The transcript the writer turns into ``NAME.compacted.jsonl``; ``trigger`` is "auto"
-    when the decision called for the fold, "manual" when it was forced."""
+    when the decision called for the fold, "manual" when it was forced. A session that has an
+    id gets a new one: the compacted session is a session of its own, resumable beside the
+    original, which stays untouched and resumable too."""
+    session_id = str(uuid.uuid4()) if ctx.session_id or t.session_id else None
     update = ContextUpdate(
         system=ctx.system,
         tools=ctx.tools,
         model=model,
         context_window=ctx.context_window,
-        session_id=ctx.session_id,
+        session_id=session_id,
         extra={HARNESS_TOKENS: ctx.harness} if ctx.harness else {},
     )
     entries: list[Entry] = [update]
@@ -115,7 +119,7 @@ def compacted_transcript(
         source_format=t.source_format,
         entries=tuple(entries),
         path=t.path,
-        session_id=t.session_id,
+        session_id=session_id,
         models=t.models,
         context_window=t.context_window,
         system=t.system,

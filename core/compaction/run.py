@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxfold.compaction.carry_on import in_a_store, install, plan
 from ctxfold.compaction.fold import Folded, FoldInput, fold
 from ctxfold.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
 from ctxfold.compaction.record import compacted_transcript, new_state
@@ -31,7 +32,10 @@ from ctxfold.engine.now import calibrated, learn_from, prior_for
 from ctxfold.engine.policy import Decision, Policy, decide, make_policy
 from ctxfold.engine.profile import Profiles
 from ctxfold.errors import ChangedPrefixError, NoShrinkError, UsageError, WindowTooSmallError
+from ctxfold.formats.base import CarryOn
 from ctxfold.formats.loader import materialize, open_transcript
+from ctxfold.formats.registry import WRITERS
+from ctxfold.names import did_you_mean
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.strategies.base import MIN_SHRINK, get_strategy
 from ctxfold.strategies.summary import UNLIMITED_WINDOW, summary_message
@@ -41,6 +45,8 @@ from ctxfold.tokens.parallel import workers_for
 from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.context import Context, current_context
 from ctxfold.transcript.model import Entry, Message, Transcript
+
+DEFAULT_OUT_DIR = "ctxfold-out"  # for an input inside a harness's session folder
 
 
 class _WouldSummarize(Exception):
@@ -73,6 +79,7 @@ class CompactResult:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # bad lines passed over (--skip-invalid)
+    carry_on: CarryOn | None = None  # how to resume the compacted session in its harness
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,9 @@ class CompactOptions:
     force: bool = False
     keep_observations: int = 10
     calibration: str = DEFAULT_CALIBRATOR
+    to: str | None = None  # write for another harness's format (default: the input's own)
+    install: bool = False  # place the compacted session where its harness looks for it
+    home: Path | None = None  # the home folder harnesses keep their sessions under (tests)
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,7 @@ class Read:
     outs: Outputs
     state: State | None
     skipped: list[str]
+    in_store: str | None = None  # the harness whose session folder holds the input
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,8 @@ def compact_file(
     opts = options or CompactOptions()
     strategy = get_strategy(opts.strategy)
     _check_paths(path, opts)
+    if opts.to is not None and opts.to not in WRITERS:
+        raise UsageError(f"--to {opts.to}: no writer for that format{did_you_mean(opts.to, list(WRITERS))}")
     read = read_input(path, opts, config)
     resumed = resume(read, path, opts.force)
     now = decide_now(read, resumed, opts, profiles)
@@ -159,6 +172,11 @@ def compact_file(
         warnings=list(read.est.model.warnings),
         skipped=read.skipped,
     )
+    if read.in_store:
+        result.notes.append(
+            f"the input is in {read.in_store}'s session folder: the outputs go to {read.outs.compacted.parent}/ "
+            "(--out-dir to choose; --install places the compacted session where the harness finds it)"
+        )
     if resumed.incremental and len(resumed.messages) == 1:
         result.status = "up-to-date"  # nothing arrived since the summary: a second run is a no-op
         return result
@@ -192,14 +210,20 @@ def compact_file(
         raise type(err)(f"{path}: {err} (nothing written)") from None
     result.status = "dry-run" if opts.dry_run else "compacted"
     result.tokens_after, result.estimate_after = folded.after.predicted, folded.after.estimate
-    result.messages_after, result.summary, result.notes = (
-        len(folded.messages),
-        folded.summary,
-        list(folded.notes),
-    )
+    result.messages_after, result.summary = len(folded.messages), folded.summary
+    result.notes.extend(folded.notes)
     if not opts.dry_run:
-        result.outputs = write(read, resumed, now, folded, path, strategy=strategy.name, force=opts.force)
+        result.outputs, compacted = write(read, resumed, now, folded, path, strategy=strategy.name, opts=opts)
+        result.carry_on = _carry_on(result.outputs, compacted, opts)
     return result
+
+
+def _carry_on(outs: Outputs, compacted: Transcript, opts: CompactOptions) -> CarryOn | None:
+    fmt = outs.written_format or compacted.source_format
+    carry = plan(fmt, compacted, outs.compacted, opts.home)
+    if carry is not None and opts.install:
+        carry = install(carry, outs.compacted)
+    return carry
 
 
 def _check_paths(path: str, opts: CompactOptions) -> None:
@@ -228,10 +252,15 @@ def read_input(path: str, opts: CompactOptions, config: Config | None) -> Read:
         config=config,
         workers=workers_for(Path(path).stat().st_size if path != "-" else 0),
     )
-    outs = outputs_for(path, out_dir=opts.out_dir, output=opts.output)
+    out_dir, harness = opts.out_dir, None
+    if out_dir is None and opts.output is None and path != "-":
+        harness = in_a_store(Path(path).parent, opts.home)
+        if harness is not None:  # beside the input they would show up as sessions of their own
+            out_dir = DEFAULT_OUT_DIR
+    outs = outputs_for(path, out_dir=out_dir, output=opts.output)
     state = load_state(outs.state) if path != "-" else None
     transcript = materialize(kept, opened.format, opened.path)
-    return Read(transcript, est, outs, state, [str(e) for e in opened.skipped])
+    return Read(transcript, est, outs, state, [str(e) for e in opened.skipped], harness)
 
 
 def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
@@ -319,8 +348,8 @@ def _state_prior(state: State, fallback: Prior) -> Prior:
 
 
 def write(
-    read: Read, resumed: Resumed, now: Now, folded: Folded, path: str, *, strategy: str, force: bool
-) -> Outputs:
+    read: Read, resumed: Resumed, now: Now, folded: Folded, path: str, *, strategy: str, opts: CompactOptions
+) -> tuple[Outputs, Transcript]:
     """Write the compacted transcript and the summary, then record the state (last)."""
     t, state, est = read.transcript, resumed.state, read.est
     summary_text = folded.summary.text if folded.summary else (state.summary if state else "")
@@ -350,4 +379,5 @@ def write(
         trigger="auto" if now.decision.due else "manual",
         model=model,
     )
-    return write_outputs(read.outs, compacted, record, force=force or state is not None)
+    written = write_outputs(read.outs, compacted, record, force=opts.force or state is not None, to=opts.to)
+    return written, compacted

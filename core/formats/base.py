@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Protocol
 
 from ctxfold.errors import LineError
@@ -190,3 +191,21 @@ def score_lines(objs: Sequence[Any], line_score: Callable[[Any], int]) -> int:
             return 0
         best = max(best, s)
     return best
+
+
+@dataclass(frozen=True)
+class CarryOn:
+    """How to resume a compacted session: run ``command`` in ``cwd`` once the file is at
+    ``install_to`` (None: the harness reads it wherever it is)."""
+
+    harness: str
+    session_id: str | None
+    command: tuple[str, ...]
+    cwd: str | None = None
+    install_to: Path | None = None
+    installed: bool = False
+
+    @property
+    def ready(self) -> bool:
+        """The command works as it stands: installed, or nothing to install."""
+        return self.installed or self.install_to is None
