@@ -92,12 +92,14 @@ class Reader:
         self._line = line
         out: list[Entry] = []
         if isinstance(d.get("$rewindTo"), str):
+            self._flush(out)
             self._rewind(d["$rewindTo"])
         elif "$set" in d:
             update = d["$set"]
             if not isinstance(update, dict):
                 raise LineError("field '$set' should be an object", line.no)
             if "messages" in update:
+                self._flush(out)
                 self._replace(update["messages"], "$set.messages", line)
             self._meta(update, out, EVENTS)
         elif isinstance(d.get("id"), str):
@@ -105,6 +107,7 @@ class Reader:
             self._sync(out, final=False)
         elif _header(d):
             if "messages" in d:
+                self._flush(out)
                 self._replace(d["messages"], "messages", line)
             self._meta(d, out, EVENTS if "messages" not in d or self._session else DOCUMENT)
         else:
@@ -155,8 +158,14 @@ class Reader:
         self._records = {k: self._records[k] for k in keep}
         self._dirty, self._why = True, "rewind"
 
+    def _flush(self, out: list[Entry]) -> None:
+        """Before the list is replaced or rewound, its last record was final (and sent): give it
+        out, unless the list is itself a replacement no message followed (never sent)."""
+        if not self._dirty:
+            self._sync(out, final=True)
+
     def _sync(self, out: list[Entry], *, final: bool) -> None:
-        """Give out the records that are final now: all but the last, or all at the end."""
+        """Give out the records that are final now: all but the last, or all of them at the end."""
         records = list(self._records.values())
         stable = records if final else records[:-1]
         if not self._dirty:

@@ -152,9 +152,9 @@ def _thoughts(record: Mapping[str, Any]) -> list[Part]:
     return out
 
 
-def answered_after(records: Sequence[Mapping[str, Any]], i: int) -> set[str]:
-    """The call ids the user records right after record ``i`` answer."""
-    ids: set[str] = set()
+def answered_after(records: Sequence[Mapping[str, Any]], i: int) -> list[tuple[str, str]]:
+    """(name, call id) of the responses the user records right after record ``i`` carry."""
+    found: list[tuple[str, str]] = []
     for r in records[i + 1 :]:
         if r.get("type") != "user":
             break
@@ -162,8 +162,23 @@ def answered_after(records: Sequence[Mapping[str, Any]], i: int) -> set[str]:
         for p in content if isinstance(content, list) else [content]:
             resp = p.get("functionResponse") if isinstance(p, dict) else None
             if isinstance(resp, dict) and isinstance(resp.get("id"), str):
-                ids.add(resp["id"])
-    return ids
+                found.append((str(resp.get("name") or ""), resp["id"]))
+    return found
+
+
+def _adopt(parts: list[Part], answers: list[tuple[str, str]]) -> list[Part]:
+    """Calls a rewritten record holds without their id take the id of the response after them
+    with the same name, in order (as Gemini CLI pairs them when it sends the history)."""
+    free = [a for a in answers if not any(isinstance(p, ToolCallPart) and p.id == a[1] for p in parts)]
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, ToolCallPart) and p.extra.get("synthetic_id"):
+            match = next((a for a in free if a[0] == p.name), None)
+            if match is not None:
+                free.remove(match)
+                p = replace(p, id=match[1], extra={k: v for k, v in p.extra.items() if k != "synthetic_id"})
+        out.append(p)
+    return out
 
 
 def messages_of(records: Sequence[Mapping[str, Any]], i: int, line: Line, calls: Calls) -> list[Message]:
@@ -192,8 +207,9 @@ def _user(r: Mapping[str, Any], line: Line, calls: Calls) -> list[Message]:
     return [Message(role, tuple(parts), id=get_str(r, "id"), timestamp=get_str(r, "timestamp"), extra=extra)]
 
 
-def _gemini(r: Mapping[str, Any], answered: set[str], line: Line, calls: Calls) -> list[Message]:
-    content = as_parts(r.get("content"), line, calls)
+def _gemini(r: Mapping[str, Any], answers: list[tuple[str, str]], line: Line, calls: Calls) -> list[Message]:
+    content = _adopt(as_parts(r.get("content"), line, calls), answers)
+    answered = {cid for _, cid in answers}
     tool_calls = [c for c in get_list(r, "toolCalls") if isinstance(c, dict)]
     for c in tool_calls:
         if not isinstance(c.get("id"), str) or not isinstance(c.get("name"), str):

@@ -9,8 +9,15 @@ written as its header line and one line per message record.
 What is written is the message list Gemini CLI would load: after a compaction only what the
 model sees from there on. A ctxfold summary (with the continuation after it) becomes one user
 record, answered by a short gemini record (Gemini CLI's own compression writes that pair too),
-so the turns keep alternating. Tool results are written inside the ``toolCalls`` entry of the
-call they answer, never also as a separate user record: Gemini CLI sends both on resume.
+so the turns keep alternating.
+
+Tool calls: a session written back as it was keeps them inside the ``toolCalls`` entry of the
+record that made them, with their results. A compacted session, which is there to be resumed,
+holds them as Gemini CLI's history does: the calls in the gemini record's content, the results
+in the user record after it, and no ``toolCalls`` entry. Gemini CLI 0.61 sends a ``toolCalls``
+result and a user record answering the same call both, and after each resumed turn it writes
+its sessions back in a form that does that: a session it recorded itself sends every earlier
+tool result twice once resumed; the compacted one sends each once, however often resumed.
 
 A compacted transcript is a new session: a new ``sessionId`` and start time (so ``-r latest``
 picks it), the original's project hash, kind and title, and the original stays resumable.
@@ -60,7 +67,7 @@ def _header(t: Transcript, compacted: bool) -> tuple[dict[str, Any], str]:
     """The session's metadata (later updates merged in) and the shape to write it in."""
     fields: dict[str, Any] = {}
     shape = "jsonl"
-    sid = t.session_id
+    original: str | None = None
     for source in reversed(_sources(t)):  # the original's first, this transcript's over it
         for e in source.entries:
             if not isinstance(e, ContextUpdate):
@@ -68,13 +75,16 @@ def _header(t: Transcript, compacted: bool) -> tuple[dict[str, Any], str]:
             if "shape" in e.extra:
                 shape = str(e.extra["shape"])
                 fields.update((k, v) for k, v in e.extra.items() if k != "shape")
+                original = original or e.session_id
             update = e.extra.get("update")
             if isinstance(update, dict):
                 fields.update(update)
-            sid = e.session_id or sid
+    sid = t.session_id or original
+    if compacted and (sid is None or sid == original):
+        sid = None  # a compacted session is a new one, whatever it was handed
     now = now_iso()
     head = {
-        "sessionId": str(uuid.uuid4()) if compacted or not sid else sid,
+        "sessionId": sid or str(uuid.uuid4()),
         "projectHash": fields.pop("projectHash", None) or "0" * 64,
         "startTime": now if compacted else fields.pop("startTime", now),
         "lastUpdated": now if compacted else fields.pop("lastUpdated", now),
@@ -197,17 +207,40 @@ def _ack(model: str | None, ts: str) -> dict[str, Any]:
             "model": model}  # fmt: skip
 
 
-def records(messages: Sequence[Message], model: str | None, ts: str) -> list[dict[str, Any]]:
-    """The message records for ``messages``, in order."""
+def _history_gemini(m: Message, model: str | None, ts: str) -> dict[str, Any]:
+    """A gemini record as Gemini CLI's history holds it: the calls in its content, no
+    ``toolCalls`` (their results follow as a user record)."""
+    base = dict(m.extra["record"]) if isinstance(m.extra.get("record"), dict) else {}
+    sent = [p for p in m.parts if not isinstance(p, ThinkingPart)]
+    rec: dict[str, Any] = {"id": m.id or str(uuid.uuid4()), "timestamp": m.timestamp or ts, "type": "gemini"}
+    rec["content"] = _parts_json(sent) if m.tool_calls else _content(m, sent)
+    rec["thoughts"] = [
+        {"subject": p.extra.get("subject", ""), "description": p.text, **p.extra}
+        for p in m.parts
+        if isinstance(p, ThinkingPart)
+    ]
+    tokens = _tokens(m)
+    if tokens is not None:
+        rec["tokens"] = tokens
+    rec["model"] = m.model or base.get("model") or model
+    return {**rec, **{k: v for k, v in base.items() if k not in rec and k != "toolCalls"}}
+
+
+def records(
+    messages: Sequence[Message], model: str | None, ts: str, *, history: bool = False
+) -> list[dict[str, Any]]:
+    """The message records for ``messages``, in order. With ``history`` tool calls are written
+    the way Gemini CLI's history holds them (see :func:`_history_gemini`), else inside the
+    ``toolCalls`` of the record that made them, with their results."""
     results = _Results(messages)
-    asked = {c.id for m in messages for c in m.tool_calls if m.role == "assistant"}
+    asked = set() if history else {c.id for m in messages for c in m.tool_calls if m.role == "assistant"}
     out: list[dict[str, Any]] = []
     i = 0
     while i < len(messages):
         m = messages[i]
         ts = m.timestamp or ts
         if m.role == "assistant":
-            out.append(_gemini(m, results, model, ts))
+            out.append(_history_gemini(m, model, ts) if history else _gemini(m, results, model, ts))
         elif m.extra.get("ctxfold") == "summary":
             parts = list(m.parts)
             nxt = messages[i + 1] if i + 1 < len(messages) else None
@@ -239,7 +272,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     _, entries = current(t)
     messages = [e for e in entries if isinstance(e, Message) and e.branch is None]
     ts = head["lastUpdated"] if compacted else next((m.timestamp for m in messages if m.timestamp), now_iso())
-    recs = records(messages, _model(t), ts)
+    recs = records(messages, _model(t), ts, history=compacted)
     if shape == DOCUMENT:
         yield orjson.dumps({**_ordered(head), "messages": recs})
         return
