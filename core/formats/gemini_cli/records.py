@@ -198,7 +198,7 @@ def _user(r: Mapping[str, Any], line: Line, calls: Calls) -> list[Message]:
         return []
     parts = as_parts(r.get("content"), line, calls)
     results = [p for p in parts if isinstance(p, ToolResultPart)]
-    role = "tool" if results and all(isinstance(p, ToolResultPart) for p in parts) else "user"
+    role = "tool" if results and not any(isinstance(p, TextPart) for p in parts) else "user"
     extra: dict[str, Any] = {"record": rest(r, ("content",))}
     if isinstance(r.get("content"), str):
         extra["string"] = True
@@ -211,11 +211,6 @@ def _gemini(r: Mapping[str, Any], answers: list[tuple[str, str]], line: Line, ca
     content = _adopt(as_parts(r.get("content"), line, calls), answers)
     answered = {cid for _, cid in answers}
     tool_calls = [c for c in get_list(r, "toolCalls") if isinstance(c, dict)]
-    for c in tool_calls:
-        if not isinstance(c.get("id"), str) or not isinstance(c.get("name"), str):
-            raise LineError(
-                f"message {r.get('id')!r}: each of 'toolCalls' needs a string id and name", line.no
-            )
     synced = any(isinstance(p, (ToolCallPart, ThinkingPart)) for p in content)
     if synced:
         parts = content
@@ -252,7 +247,7 @@ def _gemini(r: Mapping[str, Any], answers: list[tuple[str, str]], line: Line, ca
     if not results:
         return [msg]
     done = Message(
-        "tool" if all(isinstance(p, ToolResultPart) for p in results) else "user",
+        "tool",
         tuple(results),
         id=f"{msg.id}_response",
         timestamp=msg.timestamp,
@@ -269,4 +264,10 @@ def check_record(d: Any, where: str, line: Line) -> dict[str, Any]:
         raise LineError(f"{where}: missing required field 'id'", line.no)
     if not isinstance(d.get("type"), str):
         raise LineError(f"{where}: missing required field 'type'", line.no)
+    calls = d.get("toolCalls", [])
+    if not isinstance(calls, list):
+        raise LineError(f"{where}: field 'toolCalls' should be an array", line.no)
+    for c in calls:
+        if not (isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("name"), str)):
+            raise LineError(f"{where}: each of 'toolCalls' needs a string id and name", line.no)
     return d

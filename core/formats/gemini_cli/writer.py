@@ -234,6 +234,7 @@ def records(
     ``toolCalls`` of the record that made them, with their results."""
     results = _Results(messages)
     asked = set() if history else {c.id for m in messages for c in m.tool_calls if m.role == "assistant"}
+    answered: set[str] = set()
     out: list[dict[str, Any]] = []
     i = 0
     while i < len(messages):
@@ -249,8 +250,15 @@ def records(
                 i += 1
             out.append(_user(m, parts, ts))
             out.append(_ack(model, ts))
+        elif not history and m.extra.get("from_calls"):
+            pass  # results read from a toolCalls entry: written back inside it
+        elif not history and isinstance(m.extra.get("record"), dict):
+            out.append(_user(m, m.parts, ts))  # a record of the input, as it was
         else:
             left = [p for p in m.parts if not (isinstance(p, ToolResultPart) and p.call_id in asked)]
+            if history:  # each call answered once, though Gemini CLI's own rewrite may hold two
+                left = [p for p in left if not (isinstance(p, ToolResultPart) and p.call_id in answered)]
+                answered.update(p.call_id for p in left if isinstance(p, ToolResultPart))
             if m.role == "tool" and m.tool_results and len(left) < len(m.parts):
                 left = [p for p in left if isinstance(p, ToolResultPart)]  # its media went with it
             if left:
