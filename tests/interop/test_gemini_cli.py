@@ -159,6 +159,11 @@ def test_gemini_cli_resumes_the_compacted_session(lab: Lab, tmp_path: Path) -> N
     _carries_the_summary_not_the_folded_turns(call, "TURN-FOUR")
     assert "THIRD-ANSWER" in json.dumps(contents(call))
 
+    # a resume leaves a near-empty session-<minute>-<id8>.jsonl that Gemini CLI's start-up cleanup
+    # deletes with every file of that id; the installed compacted session is spared
+    listed = lab.gemini_run("--list-sessions").stdout
+    assert carry.session_id in listed and carry.install_to.exists()
+
     lab.srv.add(Reply("IMPORTED-ANSWER"))
     lab.gemini_run("--session-file", str(r.outputs.compacted), "-p", "TURN-IMPORTED: from the file")
     call = lab.last_call()
