@@ -141,3 +141,14 @@ def test_the_project_is_found_by_its_hash_when_the_session_is_elsewhere(tmp_path
     written.write_text(json.dumps(header) + "\n")
     carry = plan(load(LIVE), written, tmp_path)
     assert carry.cwd == project and carry.install_to.parent == tmp_path / ".gemini" / "tmp" / "demo" / "chats"
+
+
+def test_another_harness_session_written_for_gemini_cli_names_its_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = FIXTURES / "real" / "claude-code-sidechains.jsonl"
+    cwd = next(json.loads(x)["cwd"] for x in src.read_text().splitlines() if '"cwd"' in x)
+    r = _compacted(src, tmp_path, "summary", monkeypatch, to="gemini-cli")
+    head = json.loads(r.outputs.compacted.read_text().splitlines()[0])
+    assert head["projectHash"] == hashlib.sha256(cwd.encode()).hexdigest()
+    assert validate(str(r.outputs.compacted)).ok and load(r.outputs.compacted).source_format == "gemini-cli"

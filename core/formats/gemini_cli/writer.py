@@ -25,6 +25,7 @@ picks it), the original's project hash, kind and title, and the original stays r
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -85,13 +86,24 @@ def _header(t: Transcript, compacted: bool) -> tuple[dict[str, Any], str]:
     now = now_iso()
     head = {
         "sessionId": sid or str(uuid.uuid4()),
-        "projectHash": fields.pop("projectHash", None) or "0" * 64,
+        "projectHash": fields.pop("projectHash", None) or _project_hash(t),
         "startTime": now if compacted else fields.pop("startTime", now),
         "lastUpdated": now if compacted else fields.pop("lastUpdated", now),
     }
     for key in ("startTime", "lastUpdated", "sessionId"):
         fields.pop(key, None)
     return {**head, **fields}, shape
+
+
+def _project_hash(t: Transcript) -> str:
+    """For a session of another harness: Gemini CLI's hash of the folder it ran in, when its
+    lines name one (Claude Code's ``cwd``, Codex's and pi's headers), else zeros."""
+    for source in _sources(t):
+        for e in source.entries:
+            cwd = e.extra.get("cwd") if isinstance(e, (ContextUpdate, Message)) else None
+            if isinstance(cwd, str) and cwd:
+                return hashlib.sha256(cwd.encode()).hexdigest()
+    return "0" * 64
 
 
 def _model(t: Transcript) -> str | None:
