@@ -271,6 +271,10 @@ def _case(name: str) -> tuple[list[dict[str, Any]], int, str]:
         return rows, 2, "starts with an assistant"  # the reader yields it when line 2 ends the response
     if name == "orphan tool result":
         return _tool_turn(), 5, "answers no tool_use"
+    if name == "tool id":
+        rows = _tool_turn()
+        rows[3]["message"]["content"][0]["id"] = "call_1|fc_2"
+        return rows[:4], 4, "Messages API takes"
     if name == "boundary with parent":
         return (
             [*rows, _boundary("b1", parent="a4"), _line("s1", "b1", isCompactSummary=True)],
@@ -296,6 +300,7 @@ CASES = [
     "second session",
     "starts with assistant",
     "orphan tool result",
+    "tool id",
     "boundary with parent",
     "boundary metadata",
     "boundary without summary",
