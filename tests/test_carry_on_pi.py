@@ -13,6 +13,7 @@ from conftest import FIXTURES
 from ctxfold.compaction.carry_on import in_a_store
 from ctxfold.compaction.run import CompactOptions, compact_file
 from ctxfold.compaction.statefile import load_state
+from ctxfold.errors import OutputError
 from ctxfold.formats import loader
 from ctxfold.formats.pi import resume, writer
 from ctxfold.providers.offline import OfflineSummarizer
@@ -80,14 +81,16 @@ def test_outputs_stay_out_of_pi_session_folder(tmp_path: Path, monkeypatch: pyte
     assert sorted(folder.iterdir()) == sorted([session, r.carry_on.install_to])  # type: ignore[union-attr]
 
 
-def test_a_file_pi_cannot_tell_a_session_by_is_opened_by_its_path(tmp_path: Path) -> None:
-    bad = tmp_path / "x.jsonl"
-    bad.write_text('{"type": "message"}\n')
-    carry = resume.plan(_any_transcript(), bad, tmp_path)
-    assert carry.command == ("pi", "--session", str(bad)) and carry.install_to is None
-
-
-def _any_transcript() -> object:
+def test_a_file_pi_could_not_read_is_never_offered_to_it(tmp_path: Path) -> None:
+    """pi takes a file whose first line is no session header for corrupt and starts a new
+    session over it: such a file gets no command to resume it, and is not installed."""
     from ctxfold.transcript.model import Transcript
 
-    return Transcript("pi", ())
+    bad = tmp_path / "x.jsonl"
+    bad.write_text('{"type": "message"}\n')
+    with pytest.raises(OutputError, match="no session header pi can read"):
+        resume.plan(Transcript("pi", ()), bad, tmp_path)
+    no_cwd = tmp_path / "y.jsonl"
+    no_cwd.write_text('{"type": "session", "id": "s1"}\n')
+    carry = resume.plan(Transcript("pi", ()), no_cwd, tmp_path)
+    assert carry.command == ("pi", "--session", str(no_cwd)) and carry.install_to is None

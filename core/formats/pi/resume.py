@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 
+from ctxfold.errors import OutputError
 from ctxfold.formats.base import CarryOn
-from ctxfold.formats.pi.session import HEADER_PEEK, file_name
+from ctxfold.formats.pi.session import file_name
 from ctxfold.transcript.model import Transcript
 
 HARNESS = "pi"
@@ -64,8 +65,10 @@ def folder_for(cwd: str) -> str:
 def plan(compacted: Transcript, written: Path, home: Path) -> CarryOn:
     head = _header(written)
     sid, cwd = head.get("id"), head.get("cwd")
-    if not isinstance(sid, str) or not isinstance(cwd, str):
-        return CarryOn(HARNESS, compacted.session_id, ("pi", "--session", str(written)))
+    if not isinstance(sid, str):  # pi would take the file for corrupt and start it afresh, over it
+        raise OutputError(f"{written}: no session header pi can read on its first line; not offered to pi")
+    if not isinstance(cwd, str):
+        return CarryOn(HARNESS, sid, ("pi", "--session", str(written)))
     flat = _session_dir_setting(home)
     folder = flat if flat is not None else store(home) / folder_for(cwd)
     return CarryOn(HARNESS, sid, ("pi", "--session", sid), cwd, folder / file_name(head))
@@ -73,7 +76,7 @@ def plan(compacted: Transcript, written: Path, home: Path) -> CarryOn:
 
 def _header(path: Path) -> dict[str, Any]:
     with open(path, "rb") as f:
-        first = f.readline(HEADER_PEEK + 2)
+        first = f.readline()
     try:
         head = orjson.loads(first)
     except orjson.JSONDecodeError:
