@@ -14,6 +14,9 @@ from ctxfold.formats.base import Line
 
 STDIN = "-"
 BOM = b"\xef\xbb\xbf"  # written by some Windows tools; not JSON, so dropped from the first line
+# Deeper nesting is refused at parse time: every later step (counting, writing, repr in a message)
+# may then walk a value recursively, well inside Python's recursion limit and orjson's 255.
+MAX_DEPTH = 128
 
 
 def open_binary(path: str | Path) -> BinaryIO:
@@ -72,6 +75,23 @@ def iter_lines(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Lin
 
 def _parse(raw: bytes, no: int, last: bool) -> Line | LineError:
     try:
-        return Line(no, orjson.loads(raw), len(raw))
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
         return LineError(_describe(raw, err, last), no)
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
+        return LineError(f"nested deeper than {MAX_DEPTH} levels", no)
+    return Line(no, data, len(raw))
+
+
+def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v if isinstance(x, (dict, list)))
+    return False
