@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import real
+from conftest import FIXTURES, REAL
 
 from interop.server import Recorded
 
@@ -61,10 +61,11 @@ def compact(session: Path, home: Path, *options: str) -> Compacted:
 
 
 def rollout(home: Path) -> Path:
-    """A real Codex rollout as if recorded in the lab's project folder: its ``cwd`` fields name
-    that folder, which the carried-on session runs in. (The bundled Codex fixtures are too
-    small for a summary to make them smaller: without ../shared the test skips.)"""
-    source = real("codex/fundwise.jsonl")
+    """A real Codex rollout (a user's, from ../shared; without it the one the real Codex 0.169.0
+    wrote in the lab) as if recorded in the lab's project folder: its ``cwd`` fields name that
+    folder, which the carried-on session runs in."""
+    real = REAL / "codex" / "fundwise.jsonl"
+    source = real if real.is_file() else FIXTURES / "codex" / "lab-0169.jsonl"
     rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
     for r in rows:
         payload = r.get("payload")
