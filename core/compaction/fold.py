@@ -48,6 +48,7 @@ class FoldInput:
     instructions: str | None = None
     keep_observations: int = 10
     min_shrink: float = 0.0  # share of the request a pass must take off, else NoShrinkError
+    close_last: bool = False  # a call the last message left unanswered gets an "interrupted" result
     source: str | None = None  # the original session file, for the summary to name
     source_range: str | None = None
 
@@ -88,8 +89,8 @@ def _fold(inp: FoldInput) -> Folded:
     name = inp.strategy.name
     if out.summary is not None and not out.summary.text.strip():
         raise UsageError(f"the summarizer ({out.summary.provider}) returned an empty summary")
-    final, repairs = repair_pairs(out.messages)
-    if final == list(inp.messages):  # a count that disagrees with the content must not pass for a shrink
+    final, repairs = repair_pairs(out.messages, close_last=inp.close_last)
+    if list(out.messages) == list(inp.messages):  # the pass did nothing (a re-paired call is no shrink)
         raise NoShrinkError(
             f"refused: the {name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
             "try --strategy summary"

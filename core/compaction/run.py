@@ -231,6 +231,7 @@ def _compact(
                 instructions=opts.instructions,
                 keep_observations=opts.keep_observations,
                 min_shrink=MIN_SHRINK,
+                close_last=True,  # the compacted session is resumed later, with a new turn after it
                 source=None if path == "-" else str(Path(path).resolve()),
                 source_range=_folded_range(read.transcript, resumed),
             )

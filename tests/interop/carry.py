@@ -8,13 +8,14 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conftest import FIXTURES, REAL
 
+from ctxfold.formats import loader
 from interop.server import Recorded
 
 
@@ -126,8 +127,19 @@ def tool_ids(calls: Iterable[Recorded]) -> set[str]:
     }
 
 
-def _turns(call: Recorded) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    return ((r, b) for r, b in messages(call) if r != "system")  # Claude Code sends some mid-way
+def _turns(call: Recorded) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The request's turns as the Messages API reads them: consecutive messages of one role are
+    one turn (parallel calls may come as one assistant message each); Claude Code's mid-way
+    system messages are left out."""
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for role, blocks in messages(call):
+        if role == "system":
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, list(blocks)))
+    return turns
 
 
 def assert_paired(call: Recorded) -> None:
@@ -141,7 +153,9 @@ def assert_paired(call: Recorded) -> None:
         assert set(results) <= before, f"tool results {results} answer no call of the turn before"
         if calls and i + 1 < len(turns):
             after = {b.get("tool_use_id") for b in turns[i + 1][1] if b.get("type") == "tool_result"}
-            assert set(calls) == after, f"tool calls {calls} are not answered right after"
+            assert set(calls) == after, (
+                f"tool calls {calls} are not answered right after: {[(r, [(b.get('type'), b.get('id') or b.get('tool_use_id')) for b in bl]) for r, bl in turns]}"
+            )
 
 
 def assert_carried_on(
@@ -155,7 +169,11 @@ def assert_carried_on(
     assert any(done.summary.strip() in t for t in held), "the summary is not in the resumed request"
     assert prompt in [t.strip() for t in held], "the new turn is not in the resumed request"
     assert folded_calls, "the turns before compacting made no tool call"
-    gone = {t.strip() for t in folded}
+    # what the compacted session keeps verbatim after its summary (the step under way) is not folded
+    compacted = loader.load(done.installed)
+    kept = {m.text.strip() for m in compacted.messages if m.text.strip()}
+    folded_calls = folded_calls - {c.id for m in compacted.messages for c in m.tool_calls}
+    gone = {t.strip() for t in folded} - kept
     for call in calls:
         back = gone & {t.strip() for t in texts(call)}
         assert not back, f"a folded turn is back: {back}"

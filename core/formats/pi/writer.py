@@ -33,6 +33,7 @@ from ctxfold.formats.pi.session import NAME, VERSION, family, header, origin
 from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
+    Entry,
     MediaPart,
     Message,
     OpaquePart,
@@ -235,6 +236,28 @@ def _split(m: Message) -> list[Message]:
     return [*out, Message("user", rest, timestamp=m.timestamp)] if rest else out
 
 
+def _one_turn_each(entries: Sequence[Entry]) -> list[Entry]:
+    """Consecutive assistant messages of another format (Codex writes each parallel call as an
+    item of its own) as one assistant message, the way pi records a turn: pi sends each of its
+    messages as a turn, and would answer the first call of a split turn twice."""
+    out: list[Entry] = []
+    for e in entries:
+        prev = out[-1] if out else None
+        if (
+            isinstance(e, Message)
+            and isinstance(prev, Message)
+            and e.role == prev.role == "assistant"
+            and e.branch is None
+            and prev.branch is None
+        ):
+            out[-1] = dataclasses.replace(
+                prev, parts=(*prev.parts, *e.parts), usage=e.usage or prev.usage, model=e.model or prev.model
+            )
+        else:
+            out.append(e)
+    return out
+
+
 def _first_timestamp(t: Transcript) -> str:
     found = (e.timestamp for e in t.entries if isinstance(e, (Message, CompactionMarker)) and e.timestamp)
     return next(found, None) or now_iso()
@@ -259,7 +282,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     w = _Writer(ts, native(t, NAME), provider, api, model)
     named = head.get("modelId")  # a version 1 header's model: no model_change needed for it
     yield orjson.dumps(head)
-    entries = t.entries
+    entries = t.entries if w.native else _one_turn_each(t.entries)
     compacted = any(isinstance(e, CompactionMarker) and e.source != NAME for e in entries)
     answered = any(isinstance(e, Message) and e.role == "assistant" and e.branch is None for e in entries)
     pending: CompactionMarker | None = None  # a ctxfold compaction waiting for the entries it keeps
