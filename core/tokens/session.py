@@ -120,7 +120,7 @@ class SessionCounter:
         With ``workers``, batches are tokenized in worker processes while the next ones are
         read and parsed here; results are applied in order, so the replay is the same.
         """
-        counting = Counting(self.counter.tokenizer.count_batch, self.counter.tokenizer.name, workers)
+        counting = Counting(self.counter.tokenizer, workers)
         inflight: deque[tuple[list[Entry], Batch, Future[list[int]]]] = deque()
         buf: list[Entry] = []
         pending: list[Message] = []

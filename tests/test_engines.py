@@ -1,0 +1,244 @@
+"""Every BPE engine gives tiktoken's counts: on every fixture (bundled and real) and on generated
+adversarial text. tiktoken's own ``encode_ordinary`` is the reference throughout."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxfold.errors import TokenizerError
+from ctxfold.tokens import encodings, ranktable, tokenizers
+from ctxfold.tokens.estimate import estimate_file
+from ctxfold.tokens.ranktable import RankTable, TooLong
+from ctxfold.tokens.tokenizers import BpeTokenizer, QuicktokEngine, TiktokenEngine
+
+quicktok = pytest.importorskip("quicktok", reason="quicktok has no wheel for this platform")
+ENCODINGS = ("o200k_base", "cl100k_base")
+PYTHON_CHARS_PER_FILE = 150_000  # the Python engine counts small inputs only: a fair sample each
+
+
+def _reference(encoding: str) -> object:
+    return encodings.get_encoding(encoding)
+
+
+def _engines(encoding: str) -> dict[str, object]:
+    qt, why = encodings.quicktok_encoding(encoding)
+    assert qt is not None, why  # installed in a tested version, data as pinned
+    return {
+        "quicktok": QuicktokEngine(qt),
+        "tiktoken": TiktokenEngine(encoding),
+        "python": RankTable(encoding),
+    }
+
+
+def _fixture_texts(path: Path) -> list[str]:
+    """The texts ctxfold tokenizes for ``path`` (recorded from a real estimate), and its raw text."""
+    seen: list[str] = []
+
+    class Recording:
+        name = "o200k"
+
+        def count(self, text: str) -> int:
+            seen.append(text)
+            return 0
+
+        def count_batch(self, texts: list[str]) -> list[int]:
+            seen.extend(texts)
+            return [0] * len(texts)
+
+    real = tokenizers._instances.get("o200k")
+    tokenizers._instances["o200k"] = Recording()  # type: ignore[assignment]
+    try:
+        estimate_file(path, model="gpt-4o")
+    finally:
+        if real is None:
+            tokenizers._instances.pop("o200k")
+        else:
+            tokenizers._instances["o200k"] = real
+    return [*seen, path.read_text(encoding="utf-8", errors="replace")]
+
+
+def _all_fixture_files() -> list[Path]:
+    from conftest import REAL
+
+    real = sorted(REAL.glob("*/*.json*")) if REAL.is_dir() else []
+    return sorted(p for p in FIXTURES.rglob("*.json*") if p.is_file()) + real
+
+
+FILES = _all_fixture_files()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
+def test_every_engine_counts_every_fixture_as_tiktoken(path: Path) -> None:
+    try:
+        texts = _fixture_texts(path)
+    except Exception:  # a fixture of bad input on purpose: its raw text is still text to count
+        texts = [path.read_text(encoding="utf-8", errors="replace")]
+    for encoding in ENCODINGS:
+        ref = _reference(encoding)
+        want = [len(ref.encode_ordinary(t)) for t in texts]  # type: ignore[attr-defined]
+        engines = _cached_engines(encoding)
+        for name in ("quicktok", "tiktoken"):
+            assert engines[name].count_batch(texts) == want, (name, encoding)  # type: ignore[attr-defined]
+        assert engines["quicktok"].count_batch_released(texts, 2) == want  # type: ignore[attr-defined]
+        python = engines["python"]
+        budget = PYTHON_CHARS_PER_FILE
+        for text, n in zip(texts, want, strict=True):
+            if len(text) > budget:
+                continue
+            budget -= len(text)
+            with contextlib.suppress(TooLong):  # a piece too long to merge in Python: counted natively
+                assert python.count(text) == n, (encoding, text[:200])  # type: ignore[attr-defined]
+
+
+def _adversarial(rng: random.Random) -> Iterator[str]:
+    """Text built to hit the pattern's and the merge's edge cases."""
+    specials = ["<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>", "<|fim_middle|>", "<|im_start|>"]
+    bits = [
+        " " * 1000,
+        "\t \n" * 300,
+        "\r\n" * 200 + "x",
+        "  \n\n  \n",
+        " " * 17 + "a",
+        "1" * 2000,
+        "1234567890" * 50,
+        "３４５６७८९٠١",
+        "😀" * 300,
+        "👩‍👩‍👧‍👦🏳️‍🌈🇫🇷👍🏽",
+        "漢字仮名交じり文" * 80,
+        "한국어 텍스트 " * 40,
+        "e\u0301\u0302\u0303 a\u20dd",
+        "مرحبا بالعالم",
+        "\x00\x01\x1f\x7f",
+        "\ud800",
+        "\udfff",
+        "a\ud83d",
+        "\ude00b",
+        "\ud83d\ude00",  # a pair written as two code points: one emoji to tiktoken
+        "\ude00\ud83d",
+        "it's He'LL they'VE I'M",
+        "x" * 3000,
+        "=" * 500,
+        '{"a": [1, 2, {"b": null}]}\n' * 30,
+        "\u00a0\u2009\u3000 \u200b",
+        *specials,
+        *(s + s for s in specials),
+        "".join(specials),
+    ]
+    yield from bits
+    for _ in range(60):
+        yield "".join(rng.choice(bits)[: rng.randint(1, 40)] for _ in range(rng.randint(2, 30)))
+
+
+ADVERSARIAL = list(_adversarial(random.Random(20)))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_every_engine_counts_adversarial_text_as_tiktoken(encoding: str) -> None:
+    ref = _reference(encoding)
+    want = [len(ref.encode_ordinary(t)) for t in ADVERSARIAL]  # type: ignore[attr-defined]
+    engines = _cached_engines(encoding)
+    for name in ("quicktok", "tiktoken"):
+        assert engines[name].count_batch(ADVERSARIAL) == want, name  # type: ignore[attr-defined]
+    assert engines["quicktok"].count_batch_released(ADVERSARIAL, 1) == want  # type: ignore[attr-defined]
+    python = engines["python"]
+    for text, n in zip(ADVERSARIAL, want, strict=True):
+        try:
+            assert python.count(text) == n, text[:100]  # type: ignore[attr-defined]
+        except TooLong:
+            assert len(text.encode("utf-8", "replace")) > ranktable.MAX_PIECE  # counted natively
+    tok = BpeTokenizer("x", encoding)  # whichever engine it picks, and the switch between them
+    assert [tok.count(t) for t in ADVERSARIAL] == want
+    assert tok.count_batch(ADVERSARIAL) == want
+
+
+TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXT, min_size=1, max_size=6))
+def test_every_engine_agrees_on_any_text(texts: list[str]) -> None:
+    text = "".join(texts)
+    for encoding in ENCODINGS:
+        want = len(_reference(encoding).encode_ordinary(text))  # type: ignore[attr-defined]
+        engines = _cached_engines(encoding)
+        assert engines["quicktok"].count(text) == want  # type: ignore[attr-defined]
+        assert engines["tiktoken"].count(text) == want  # type: ignore[attr-defined]
+        assert engines["python"].count(text) == want  # type: ignore[attr-defined]
+
+
+_ENGINES: dict[str, dict[str, object]] = {}
+
+
+def _cached_engines(encoding: str) -> dict[str, object]:
+    """Built once per run, inside a test (so the table goes to that test's private cache)."""
+    if encoding not in _ENGINES:
+        _ENGINES[encoding] = _engines(encoding)
+    return _ENGINES[encoding]
+
+
+def test_the_tokenizer_switches_to_the_native_engine_on_a_large_input() -> None:
+    tok = BpeTokenizer("o200k", "o200k_base")
+    assert tok.count("a small text") == 3 and tok.engine == "python"
+    big = ["word " * 20_000]
+    assert tok.count_batch(big) == [len(_reference("o200k_base").encode_ordinary(big[0]))]  # type: ignore[attr-defined]
+    assert tok.engine == "quicktok" and tok.count("a small text") == 3
+
+
+def test_quicktok_with_unpinned_data_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    pinned = {k: dict(v) for k, v in encodings.QUICKTOK_SHA256.items()}
+    pinned["o200k_base"]["o200k.vocab"] = "0" * 64
+    monkeypatch.setattr(encodings, "QUICKTOK_SHA256", pinned)
+    tok = BpeTokenizer("o200k", "o200k_base")
+    assert tok.native().name == "tiktoken" and "pinned sha256" in tok.note
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "quicktok")
+    with pytest.raises(TokenizerError, match="does not match its pinned sha256"):
+        BpeTokenizer("o200k", "o200k_base").native()
+
+
+def test_quicktok_of_an_untested_version_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quicktok, "__version__", "9.0.0")
+    tok, why = encodings.quicktok_encoding("o200k_base")
+    assert tok is None and "9.0.0 is not a version" in why
+
+
+def test_engine_can_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "tiktoken")
+    tok = BpeTokenizer("o200k", "o200k_base")
+    assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "rust")
+    with pytest.raises(Exception, match="use one of quicktok, tiktoken, python"):
+        BpeTokenizer("o200k", "o200k_base")
+
+
+def test_quicktok_loads_from_its_own_folder_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Built from the wheel's data folder, never by name (a name lookup may fall back to a user
+    data folder and create it): nothing is fetched or written."""
+    import quicktok.importer
+
+    def no_user_folder() -> str:
+        raise AssertionError("quicktok looked for a user data folder")
+
+    monkeypatch.setattr(quicktok.importer, "data_home", no_user_folder)
+    tok, why = encodings.quicktok_encoding("cl100k_base")
+    assert tok is not None, why
+    assert tok.encode_ordinary("hello world") == [15339, 1917]
+    assert not (Path.home() / ".cache" / "quicktok").exists()
+
+
+def test_a_damaged_table_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "table.bin"
+    RankTable("cl100k_base", path)
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF  # one flipped byte in the keys
+    path.write_bytes(bytes(data))
+    table = RankTable("cl100k_base", path)
+    assert table.count("hello world") == 2
+    assert path.read_bytes() != bytes(data)
