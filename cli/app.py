@@ -16,6 +16,7 @@ from ctxfold.cli.options import (
     CalibrationOpt,
     Files,
     FormatOpt,
+    JobsOpt,
     JsonOpt,
     MaxTokensOpt,
     ModelOpt,
@@ -73,34 +74,42 @@ def estimate(
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
     no_profile: NoProfileOpt = False,
+    jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Estimate the tokens of the request the model sees now, next to the real counts."""
+    from functools import partial
+
     from ctxfold.cli import render
-    from ctxfold.cli.inputs import expand, read_each
+    from ctxfold.cli.inputs import expand
+    from ctxfold.cli.jobs import read_files
     from ctxfold.config import load_config
-    from ctxfold.engine.now import Estimate, estimate_doc, estimate_session
+    from ctxfold.engine.now import Estimate, estimate_doc, estimate_from
     from ctxfold.engine.profile import Profiles
+    from ctxfold.settings import setting
+    from ctxfold.tokens.estimate import FileEstimate, estimate_file
 
     config = load_config()
     profiles = None if no_profile else Profiles()
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
+    # the costly half, a pure function of the file and the settings (it may run in a worker)
+    work = partial(
+        estimate_file,
+        model=model,
+        tokenizer=tokenizer,
+        window=window,
+        fmt=fmt,
+        skip_invalid=skip_invalid,
+        config=config,
+    )
 
-    def read(path: str) -> Estimate:
-        with render.progress(path, enabled=not json_out) as on_progress:
-            return estimate_session(
-                path,
-                profiles=profiles,
-                model=model,
-                tokenizer=tokenizer,
-                window=window,
-                fmt=fmt,
-                skip_invalid=skip_invalid,
-                config=config,
-                on_progress=on_progress,
-            )
+    def finish(est: FileEstimate) -> Estimate:  # here, in file order: the profile evolves as in one process
+        return estimate_from(est, profiles)
 
-    results, failed = read_each(expand(files), read)
+    preload = setting("tokenizer", tokenizer, config).value or "o200k"
+    results, failed = read_files(
+        expand(files), work, finish, jobs=jobs, progress=not json_out, preload=preload
+    )
     if profiles is not None:
         profiles.save()
     if json_out:
@@ -149,21 +158,26 @@ def report(
             "--fail-on", help="Exit 3 when compaction fires (compact) or a request overflowed (overflow)."
         ),
     ] = None,
+    jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
+    from functools import partial
+
     from ctxfold.cli import render, render_report
     from ctxfold.cli.errors import EXIT_CONDITION
-    from ctxfold.cli.inputs import expand, read_each
+    from ctxfold.cli.inputs import expand
+    from ctxfold.cli.jobs import read_files
     from ctxfold.config import load_config
     from ctxfold.engine.calibration import make_calibrator
     from ctxfold.engine.profile import Profiles
-    from ctxfold.engine.replay import Report, report_file
+    from ctxfold.engine.replay import Report, report_from, report_tokenizer
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import to_dict, totals
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
-    from ctxfold.settings import effective
+    from ctxfold.settings import effective, setting
+    from ctxfold.tokens.estimate import FileEstimate, estimate_file
 
     if fail_on not in (None, "compact", "overflow"):
         hint = did_you_mean(fail_on or "", ["compact", "overflow"])
@@ -181,26 +195,34 @@ def report(
     if plot and len(expanded[0]) + len(expanded[1]) > 1:
         raise UsageError("--plot draws one session: give one file")
 
-    def read(path: str) -> Report:
-        with render.progress(path, enabled=not json_out) as on_progress:
-            return report_file(
-                path,
-                model=model,
-                tokenizer=tokenizer,
-                window=window,
-                fmt=fmt,
-                skip_invalid=skip_invalid,
-                calibration=calibration,
-                max_tokens=max_tokens,
-                buffer=buffer,
-                simulate=simulate_compaction,
-                profiles=profiles,
-                config=config,
-                on_progress=on_progress,
-            )
+    counted_with = report_tokenizer(calibration, tokenizer, config)
+    # the costly half, a pure function of the file and the settings (it may run in a worker)
+    work = partial(
+        estimate_file,
+        model=model,
+        tokenizer=counted_with,
+        window=window,
+        fmt=fmt,
+        skip_invalid=skip_invalid,
+        config=config,
+    )
 
+    def finish(est: FileEstimate) -> Report:  # here, in file order: the profile evolves as in one process
+        return report_from(
+            est,
+            calibration=calibration,
+            max_tokens=max_tokens,
+            buffer=buffer,
+            simulate=simulate_compaction,
+            profiles=profiles,
+            config=config,
+        )
+
+    preload = setting("tokenizer", counted_with, config).value or "o200k"
     with attributed(settings):
-        reports, failed = read_each(expanded, read)
+        reports, failed = read_files(
+            expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload
+        )
     if profiles is not None:
         profiles.save()
     if plot and reports and not reports[0].rows:

@@ -45,3 +45,12 @@ MaxTokensOpt = Annotated[
 NoProfileOpt = Annotated[
     bool, typer.Option("--no-profile", help="Ignore (and do not update) the learned profile.")
 ]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        help="Read several files in this many processes at once (default: CTXFOLD_WORKERS, else one per core).",
+    ),
+]

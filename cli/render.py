@@ -94,6 +94,22 @@ def progress(path: str, enabled: bool = True) -> Iterator[Callable[[Opened], Non
         yield lambda opened: bar.update(task, completed=opened.bytes_read)
 
 
+@contextlib.contextmanager
+def files_progress(total: int, enabled: bool = True) -> Iterator[Callable[[], None]]:
+    """A bar across the files of a run read by several processes, on a terminal's stderr; the
+    callback it gives may be called from any thread."""
+    if not (enabled and err.is_terminal):
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "files", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err, transient=True
+    ) as bar:
+        task = bar.add_task("files", total=total)
+        yield lambda: bar.advance(task)
+
+
 def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
     """``key  value`` lines; a value too long for the terminal goes on under itself, not under
     the key."""

@@ -105,6 +105,14 @@ def estimate_session(
         config=config,
         on_progress=on_progress,
     )
+    return estimate_from(est, profiles)
+
+
+def estimate_from(est: FileEstimate, profiles: Profiles | None = None) -> Estimate:
+    """The engine's half of ``estimate_session``, on a file already counted: the prediction from
+    what ``profiles`` knew before, then what the file teaches them. A run over many files counts
+    them anywhere (``estimate_file`` is a pure function of the file and the settings) and calls
+    this in file order, so the profile evolves as in a serial run."""
     predicted = predict_now(est, prior_for(est, profiles))
     if profiles is not None:
         learn_from(profiles, est)

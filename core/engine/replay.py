@@ -247,18 +247,46 @@ def report_file(
 ) -> Report:
     """Estimate a file, replay it through the engine, and teach ``profiles`` (when given; the
     caller saves them) what it showed."""
-    if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":
-        tokenizer = "heuristic"  # the seed rule is defined on len/4, unless a tokenizer was chosen
     est = estimate_file(
         path,
         model=model,
-        tokenizer=tokenizer,
+        tokenizer=report_tokenizer(calibration, tokenizer, config),
         window=window,
         fmt=fmt,
         skip_invalid=skip_invalid,
         config=config,
         on_progress=on_progress,
     )
+    return report_from(
+        est,
+        calibration=calibration,
+        max_tokens=max_tokens,
+        buffer=buffer,
+        simulate=simulate,
+        profiles=profiles,
+        config=config,
+    )
+
+
+def report_tokenizer(calibration: str, tokenizer: str | None, config: Config | None) -> str | None:
+    """The tokenizer a report counts with: the seed rule is defined on len/4, unless one was chosen."""
+    if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":
+        return "heuristic"
+    return tokenizer
+
+
+def report_from(
+    est: FileEstimate,
+    *,
+    calibration: str = DEFAULT_CALIBRATOR,
+    max_tokens: int | None = None,
+    buffer: str | None = None,
+    simulate: bool = False,
+    profiles: Profiles | None = None,
+    config: Config | None = None,
+) -> Report:
+    """The engine's half of ``report_file``, on a file already counted (``estimate_file`` with
+    :func:`report_tokenizer`); called in file order, the profile evolves as in a serial run."""
     # What ctxfold would have predicted before this session's first real count: learned from the
     # *other* sessions, so replaying a file twice gives the same report, not an in-sample fit.
     prior = prior_for(est, profiles, leave_out=True)

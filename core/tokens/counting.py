@@ -107,7 +107,7 @@ def _squash(text: str, n: int) -> str:
 
 def _preview(msg: Message) -> str:
     for p in msg.parts:
-        if isinstance(p, TextPart) and p.text.strip():
+        if isinstance(p, TextPart) and p.text and not p.text.isspace():  # no copy of a long text
             return _squash(p.text, 80)
         if isinstance(p, ToolCallPart):
             return f"[call {p.name}]"

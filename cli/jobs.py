@@ -1,0 +1,136 @@
+"""Many session files on every core, with the results of a serial run.
+
+Reading a file splits in two. The costly half (read, parse, tokenize) is ``work(path)``: a pure
+function of the file and the settings (``estimate_file``) that returns plain data, so it can run
+in any process. The cheap half, ``finish(result)``, runs here in file order: it reads and
+updates the learned profile, whose state after file *i* is what file *i + 1* is predicted
+from, so the output is identical to one worker's, file for file.
+
+A file that fails (bad input, or a bug met while reading it) is that file's failure and
+``finish`` never sees it, so nothing is learned from it; a worker that dies (killed, out of
+memory) costs only the file it was reading: the files it left are read again one at a time.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from ctxfold.cli.errors import DEBUG_VAR, internal_error
+from ctxfold.cli.inputs import Failed, read_each
+from ctxfold.errors import InputError
+from ctxfold.tokens.parallel import WORKERS_ENV, configured, cpus
+
+R = TypeVar("R")
+T = TypeVar("T")
+MIN_BYTES = 1_000_000  # files smaller than this in total are read in-process: a pool costs more
+
+
+def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
+    """Worker processes for ``paths``: ``--jobs``, else ``CTXFOLD_WORKERS``, else one per core;
+    1 (this process) for a single file, a small total, under ``--debug`` (its tracebacks are this
+    process's) or where processes cannot be forked."""
+    wanted = flag if flag is not None else configured()
+    n = cpus() if wanted is None else wanted
+    if n <= 1 or len(paths) < 2 or os.environ.get(DEBUG_VAR):
+        return 1
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    size = sum(os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p))
+    return min(n, len(paths)) if size >= MIN_BYTES else 1
+
+
+def read_files(
+    expanded: tuple[list[str], Failed],
+    work: Callable[..., R],
+    finish: Callable[[R], T],
+    *,
+    jobs: int | None = None,
+    progress: bool = True,
+    preload: str | None = None,
+) -> tuple[list[T], Failed]:
+    """``finish(work(path))`` for every path of ``expand``, in order, on ``jobs`` processes.
+    ``work`` takes ``on_progress`` (a byte bar for a large file read here); ``preload`` names
+    the tokenizer to load before the workers are forked, so they share it."""
+    from ctxfold.cli import render
+
+    paths = expanded[0]
+    n = jobs_for(jobs, paths)
+    if n <= 1:
+
+        def read(path: str) -> T:
+            with render.progress(path, enabled=progress) as on_progress:
+                return finish(work(path, on_progress=on_progress))
+
+        return read_each(expanded, read)
+    if preload:
+        from ctxfold.tokens.tokenizers import get_tokenizer
+
+        native = getattr(get_tokenizer(preload), "native", None)
+        if native is not None:
+            native()
+    with render.files_progress(len(paths), enabled=progress) as advance:
+        outcomes = _run_all(paths, work, n, advance)
+    results: list[T] = []
+    failed: Failed = list(expanded[1])
+    for path, (kind, value) in zip(paths, outcomes, strict=True):
+        if kind != "ok":
+            failed.append({"path": path, "error": value})
+            continue
+        try:
+            results.append(finish(value))
+        except InputError as err:
+            failed.append({"path": path, "error": str(err)})
+        except Exception as err:  # a bug met on one file must not cost the others
+            failed.append({"path": path, "error": internal_error(err)})
+    return results, failed
+
+
+def _run_all(
+    paths: Sequence[str], work: Callable[..., Any], jobs: int, advance: Callable[[], None]
+) -> list[Any]:
+    """Every path's ``("ok", result)`` or ``("error", one line)``, in order."""
+    outcomes: list[Any] = [None] * len(paths)
+    with _pool(jobs) as pool:
+        futures = [pool.submit(_work, work, p) for p in paths]
+        for f in futures:
+            f.add_done_callback(lambda _f: advance())
+        broken: list[int] = []
+        for i, f in enumerate(futures):
+            try:
+                outcomes[i] = f.result()
+            except BrokenProcessPool:
+                broken.append(i)
+    for i in broken:  # a worker died: each file it may have been reading gets a process of its own
+        with _pool(1) as alone:
+            try:
+                outcomes[i] = alone.submit(_work, work, paths[i]).result()
+            except BrokenProcessPool:
+                outcomes[i] = ("error", f"{paths[i]}: the worker process reading it died")
+    return outcomes
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init)
+
+
+def _worker_init() -> None:
+    """A worker reads its files alone (no helpers of its own) and leaves Ctrl-C to the parent."""
+    os.environ[WORKERS_ENV] = "0"
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _work(work: Callable[..., Any], path: str) -> tuple[str, Any]:
+    """Run in a worker: the result, or the failure as one line (an exception of the reader may
+    not survive the trip back between processes)."""
+    try:
+        return "ok", work(path)
+    except InputError as err:
+        return "error", str(err)
+    except Exception as err:
+        return "error", internal_error(err)

@@ -1,0 +1,151 @@
+"""Many files on several processes, one large file with a helper: the results of a serial run.
+
+The output (documents, order, failures) and the learned profile must be those of one worker,
+file for file; a file that fails teaches nothing, and a bug or a dying worker costs only its
+own file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES, real_files
+from typer.testing import CliRunner
+
+from ctxfold.cli import jobs
+from ctxfold.cli.app import app
+from ctxfold.tokens import estimate as estimate_module
+from ctxfold.tokens.estimate import estimate_file, estimate_to_dict
+from ctxfold.tokens.tokenizers import ENGINE_VAR
+
+runner = CliRunner()
+_original_estimate_file = estimate_module.estimate_file
+
+
+def _sessions(folder: Path) -> Path:
+    """A folder of sessions of every format: the bundled fixtures, and the real ones if present."""
+    folder.mkdir()
+    sources = [p for p in sorted(FIXTURES.rglob("*.jsonl")) if "writer-edge" not in p.name]
+    sources += real_files("claude-code")[:3] + real_files("codex")[:2] + real_files("pi")[:1]
+    for i, src in enumerate(sources):
+        shutil.copyfile(src, folder / f"{i:02d}-{src.parent.name}-{src.name}")
+    (folder / "50-broken.jsonl").write_bytes(b'{"role": "user", "content": "hi"}\n{"role": \n')
+    (folder / "51-empty.jsonl").write_bytes(b"")
+    return folder
+
+
+def _run(args: list[str], cache: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any, bytes | None]:
+    """Exit code, the --json document, and the profile the run left in its own cache folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    r = runner.invoke(app, [*args, "--json"])
+    profile = cache / "ctxfold" / "profile.json"
+    return r.exit_code, orjson.loads(r.stdout), profile.read_bytes() if profile.exists() else None
+
+
+@pytest.fixture(autouse=True)
+def _parallel_even_for_small_folders(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs, "MIN_BYTES", 0)
+
+
+@pytest.mark.parametrize("command", [["estimate"], ["report"], ["report", "--simulate-compaction"]])
+def test_several_workers_give_the_serial_results_and_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    folder = _sessions(tmp_path / "sessions")
+    serial = _run([*command, str(folder), "--jobs", "1"], tmp_path / "c1", monkeypatch)
+    parallel = _run([*command, str(folder), "--jobs", "3"], tmp_path / "c3", monkeypatch)
+    assert serial[0] == parallel[0] == 1  # the broken and the empty file
+    assert parallel[1] == serial[1]
+    assert len(serial[1]["files"]) >= 20 and len(serial[1]["failed"]) == 2
+    assert serial[2] is not None and parallel[2] == serial[2]  # learned the same, in the same order
+    # the profile grows file by file: a second run predicts from it, alike on both sides
+    again = _run([*command, str(folder), "--jobs", "1"], tmp_path / "c1", monkeypatch)
+    again_parallel = _run([*command, str(folder), "--jobs", "3"], tmp_path / "c3", monkeypatch)
+    assert again_parallel[1] == again[1]
+
+
+def _failing_estimate_file(path: str, **kwargs: Any) -> Any:
+    """estimate_file, but a file named *bug* meets a bug and one named *die* kills its worker."""
+    name = Path(path).name
+    if "bug" in name:
+        raise ZeroDivisionError("a bug met on this file")
+    if "die" in name and os.getpid() != _PARENT:
+        os._exit(9)
+    return _original_estimate_file(path, **kwargs)
+
+
+_PARENT = os.getpid()
+
+
+def test_a_bug_or_a_dead_worker_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    good = FIXTURES / "ctxfold" / "coding-session.jsonl"
+    for name in ("a.jsonl", "b-bug.jsonl", "c.jsonl", "d-die.jsonl", "e.jsonl"):
+        shutil.copyfile(good, folder / name)
+    monkeypatch.setattr(estimate_module, "estimate_file", _failing_estimate_file)
+    code, doc, _ = _run(["estimate", str(folder), "--jobs", "2"], tmp_path / "cache", monkeypatch)
+    assert code == 1
+    assert [Path(f["path"]).name for f in doc["files"]] == ["a.jsonl", "c.jsonl", "e.jsonl"]
+    failed = {Path(f["path"]).name: f["error"] for f in doc["failed"]}
+    assert "internal error: ZeroDivisionError: a bug met on this file" in failed["b-bug.jsonl"]
+    assert "the worker process reading it died" in failed["d-die.jsonl"]
+
+
+def test_nothing_is_learned_from_a_file_that_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = real_files("claude-code")[:1] or [FIXTURES / "claude-code" / "edge-cases.jsonl"]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copyfile(src[0], folder / "x-bug.jsonl")
+    shutil.copyfile(FIXTURES / "ctxfold" / "coding-session.jsonl", folder / "y.jsonl")
+    monkeypatch.setattr(estimate_module, "estimate_file", _failing_estimate_file)
+    _, _, with_bug = _run(["estimate", str(folder), "--jobs", "2"], tmp_path / "c1", monkeypatch)
+    (folder / "x-bug.jsonl").unlink()
+    _, _, without = _run(["estimate", str(folder), "--jobs", "1"], tmp_path / "c2", monkeypatch)
+    assert with_bug == without
+
+
+def test_how_many_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = [str(p) for p in sorted((FIXTURES / "codex").glob("*.jsonl"))]
+    assert jobs.jobs_for(None, paths[:1]) == 1  # one file: read here
+    assert jobs.jobs_for(8, paths) == len(paths)  # no more workers than files
+    assert jobs.jobs_for(1, paths) == 1
+    monkeypatch.setenv("CTXFOLD_WORKERS", "0")
+    assert jobs.jobs_for(None, paths) == 1
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    assert jobs.jobs_for(None, paths) == 2 and jobs.jobs_for(3, paths) == 3  # the flag wins
+    monkeypatch.setenv("CTXFOLD_DEBUG", "1")
+    assert jobs.jobs_for(None, paths) == 1  # its tracebacks are this process's
+    monkeypatch.delenv("CTXFOLD_DEBUG")
+    monkeypatch.setattr(jobs, "MIN_BYTES", 10**12)
+    assert jobs.jobs_for(None, paths) == 1  # too little to pay for a pool
+    monkeypatch.setenv("CTXFOLD_WORKERS", "many")
+    r = runner.invoke(app, ["estimate", *paths])
+    assert r.exit_code == 2 and "CTXFOLD_WORKERS='many'" in r.stderr
+
+
+def _large_sessions() -> list[Path]:
+    found = real_files("codex")[:1] + real_files("claude-code")[:1]
+    return found or [FIXTURES / "codex" / "lab-0169.jsonl"]
+
+
+@pytest.mark.parametrize("engine", ["quicktok", "tiktoken"])
+@pytest.mark.parametrize("path", _large_sessions(), ids=lambda p: p.name)
+def test_a_large_file_counted_with_helpers_equals_in_process(
+    path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """quicktok counts batches in a helper thread, tiktoken in forked processes; either way the
+    estimate is the in-process one, batch for batch."""
+    from ctxfold.tokens import tokenizers
+
+    monkeypatch.setenv(ENGINE_VAR, engine)
+    monkeypatch.setattr(tokenizers, "_instances", {})
+    monkeypatch.setenv("CTXFOLD_WORKERS", "0")
+    alone = estimate_to_dict(estimate_file(path))
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    helped = estimate_to_dict(estimate_file(path))
+    assert helped == alone and helped["context_tokens"] > 0
