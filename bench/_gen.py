@@ -131,3 +131,32 @@ def generate(
                     break
     os.replace(tmp, path)
     return path, False
+
+
+def generate_folder(
+    sources: Sequence[Path], files: int, max_kb: float, *, seed: int = 0, out_dir: Path | None = None
+) -> tuple[Path, bool]:
+    """A folder of ``files`` small logs (or reuse it): copies of the sources in a seeded order,
+    each with fresh ids and cut after its last whole line under ``max_kb`` KB (a session's start
+    is still a valid session), as a folder of many short sessions looks."""
+    if not sources:
+        raise ValueError("no source sessions for a folder")
+    out_dir = out_dir or default_dir()
+    key = cache_key("folder", sources, files * max_kb, seed)
+    folder = out_dir / f"folder-{files}x{max_kb:g}KB-seed{seed}-{key}"
+    done = folder / ".complete"
+    if done.is_file():
+        return folder, True
+    folder.mkdir(parents=True, exist_ok=True)
+    templates = [Template(p) for p in sources]
+    rng = random.Random(seed)
+    limit = int(max_kb * 1000)
+    for n in range(files):
+        t = rng.choice(templates)
+        data = t.copy(n + 1)
+        if len(data) > limit:
+            cut = data.rfind(b"\n", 0, limit)
+            data = data[: cut + 1] if cut > 0 else data[: data.find(b"\n") + 1]
+        (folder / f"{n:05d}-{t.path.stem}.jsonl").write_bytes(data)
+    done.write_text("ok\n")
+    return folder, False

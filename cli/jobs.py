@@ -13,18 +13,17 @@ memory) costs only the file it was reading: the files it left are read again one
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxfold.cli.errors import DEBUG_VAR, internal_error
 from ctxfold.cli.inputs import Failed, read_each
 from ctxfold.errors import InputError
 from ctxfold.tokens.parallel import WORKERS_ENV, configured, cpus
+
+if TYPE_CHECKING:  # a pool is only built for several files: a single one starts faster
+    from concurrent.futures import ProcessPoolExecutor
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -39,6 +38,8 @@ def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
     n = cpus() if wanted is None else wanted
     if n <= 1 or len(paths) < 2 or os.environ.get(DEBUG_VAR):
         return 1
+    import multiprocessing
+
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     size = sum(os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p))
@@ -95,6 +96,8 @@ def _run_all(
     paths: Sequence[str], work: Callable[..., Any], jobs: int, advance: Callable[[], None]
 ) -> list[Any]:
     """Every path's ``("ok", result)`` or ``("error", one line)``, in order."""
+    from concurrent.futures.process import BrokenProcessPool
+
     outcomes: list[Any] = [None] * len(paths)
     with _pool(jobs) as pool:
         futures = [pool.submit(_work, work, p) for p in paths]
@@ -116,11 +119,16 @@ def _run_all(
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init)
 
 
 def _worker_init() -> None:
     """A worker reads its files alone (no helpers of its own) and leaves Ctrl-C to the parent."""
+    import signal
+
     os.environ[WORKERS_ENV] = "0"
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

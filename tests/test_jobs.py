@@ -140,8 +140,9 @@ def test_a_large_file_counted_with_helpers_equals_in_process(
 ) -> None:
     """quicktok counts batches in a helper thread, tiktoken in forked processes; either way the
     estimate is the in-process one, batch for batch."""
-    from ctxfold.tokens import tokenizers
+    from ctxfold.tokens import parallel, tokenizers
 
+    monkeypatch.setattr(parallel, "THREAD_AFTER", 0)  # the helper from the first batch on
     monkeypatch.setenv(ENGINE_VAR, engine)
     monkeypatch.setattr(tokenizers, "_instances", {})
     monkeypatch.setenv("CTXFOLD_WORKERS", "0")

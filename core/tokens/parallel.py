@@ -10,13 +10,13 @@ order either way, so the counts are those of a serial run. Small inputs (and sys
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any
 
 MIN_BYTES = 16_000_000  # inputs smaller than this are counted in-process
+THREAD_AFTER = 8_000_000  # characters counted in-process before a quicktok helper thread starts
 WORKERS_ENV = "CTXFOLD_WORKERS"
 
 
@@ -63,15 +63,22 @@ class Counting:
         self._tokenizer = tokenizer
         self._pool: Executor | None = None
         self._submit: Callable[[list[str]], Future[list[int]]] | None = None
+        self._inline_left = 0
         self.in_flight = 1
         if workers <= 0:
             return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
         native = getattr(tokenizer, "native", None)
         engine = native() if native is not None else None  # loaded before any fork
         released = tokenizer.released() if engine is not None else None
         if released is not None:
+            # counted here until THREAD_AFTER characters have gone by: the thread's first batch
+            # imports numpy (quicktok returns its arrays), which only a long input pays back
             threads = max(1, workers - 1)  # the main thread keeps a core for parsing
             pool: Executor = ThreadPoolExecutor(1, thread_name_prefix="ctxfold-count")
+            self._inline_left = THREAD_AFTER
             self._submit = lambda texts: pool.submit(released, texts, threads)
             self.in_flight = 2
         elif "fork" in multiprocessing.get_all_start_methods():
@@ -84,8 +91,10 @@ class Counting:
         self._pool = pool
 
     def submit(self, texts: Sequence[str]) -> Future[list[int]]:
-        if self._submit is not None:
+        if self._submit is not None and self._inline_left <= 0:
             return self._submit(list(texts))
+        if self._submit is not None:
+            self._inline_left -= sum(map(len, texts))
         done: Future[list[int]] = Future()
         done.set_result(self._tokenizer.count_batch(texts))
         return done

@@ -1,0 +1,234 @@
+"""Speed of ctxfold in one run: estimate against raw tokenizers, a folder on every core, start-up.
+
+    python bench/speed.py                    # 200 MB per shape, 300 small logs, 15 start-ups
+    python bench/speed.py --quick            # 20 MB, 100 logs: a fast check
+    python bench/speed.py --python /path/to/other/venv/bin/python   # measure another install
+
+For the Claude Code and Codex shapes (a file generated from the real sessions, ``_gen.py``):
+
+* ``estimate s``: ``estimate_file(path)`` in a fresh child of the measured interpreter, its
+  tokenizer loaded before the clock starts (best of ``--rounds``);
+* ``tiktoken 1t s``: raw tiktoken on one thread (``encode_ordinary`` per text) over exactly the
+  texts ctxfold counts, captured from one in-process estimate; ``quicktok 1t s``: the engine
+  ctxfold now uses, the same way (``count`` per text). Rounds alternate child, tiktoken,
+  quicktok, so a burst of load from elsewhere falls on all three;
+* ``est/tiktoken`` and ``est/quicktok``: the time ratios (the issue's target: est/tiktoken <= 0.5);
+* ``parse s``: the same file's entries drained without counting (the floor of the rest).
+
+Then a folder of small logs (``report --brief --no-profile``): wall time, the CPU time of the
+command and its workers, and their ratio (cpu/wall; ~2 when both cores work), next to one
+worker (``--jobs 1``) when the measured ctxfold has ``--jobs``. Then start-up: ``estimate`` of a
+tiny file and ``ctxfold --help`` (medians), next to ``python -c pass``, after one first run
+that may build the tokenizer's table in the (private) cache folder.
+
+It prints numbers and asserts nothing; every figure is a ratio within this run or a time next
+to its anchor. Children get a private cache folder and bytecode writing on (as an installed
+ctxfold has), whatever ``PYTHONDONTWRITEBYTECODE`` says here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _gen import MB, default_dir, generate, generate_folder
+from estimate import _fresh, _load, capture, generator_sources, parallelism, real_fixtures
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPES = ("claude-code", "codex")
+TINY = ROOT / "fixtures" / "claude-code" / "subagent.jsonl"
+
+_CHILD = r"""
+import json, sys, time
+args = json.loads(sys.argv[1])
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+from ctxfold.tokens.estimate import estimate_file
+from ctxfold.tokens.tokenizers import get_tokenizer
+tok = get_tokenizer("o200k")
+getattr(tok, "native", lambda: None)()  # the engine a large file uses, loaded before the clock
+out = {"engine": getattr(tok, "engine", "tiktoken")}
+t = time.perf_counter()
+r = estimate_file(args["path"], fmt=args["fmt"])
+out["s"] = time.perf_counter() - t
+out["peak_mb"] = peak_mb()
+out["tokens"] = r.context_tokens
+if args["parse"]:
+    from ctxfold.formats.loader import open_transcript
+    t = time.perf_counter()
+    for _ in open_transcript(args["path"], fmt=args["fmt"]).entries:
+        pass
+    out["parse_s"] = time.perf_counter() - t
+print(json.dumps(out))
+"""
+
+
+def child_env(cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["XDG_CACHE_HOME"] = str(cache)
+    env.pop("CTXFOLD_WORKERS", None)
+    return env
+
+
+def run_child(python: str, env: dict[str, str], args: dict[str, Any]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [python, "-c", _CHILD, json.dumps(args)], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"child failed:\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def raw(batches: list[list[str]], engine: str) -> float:
+    """One thread, one call per text, over fresh copies of the texts."""
+    from ctxfold.tokens.encodings import get_encoding, quicktok_encoding
+
+    if engine == "tiktoken":
+        count: Any = get_encoding("o200k_base").encode_ordinary
+    else:
+        qt, why = quicktok_encoding("o200k_base")
+        if qt is None:
+            raise RuntimeError(f"quicktok unavailable: {why}")
+        count = qt.count
+    texts = [t for b in _fresh(batches) for t in b]
+    start = time.perf_counter()
+    for t in texts:
+        count(t)
+    return time.perf_counter() - start
+
+
+def shape(
+    fmt: str, size_mb: float, rounds: int, python: str, env: dict[str, str], seed: int
+) -> dict[str, Any]:
+    path, _ = generate(fmt, generator_sources(fmt), size_mb, seed=seed)
+    use, _, batches, _, _ = capture(path, fmt)
+    row: dict[str, Any] = {"fmt": fmt, "mb": path.stat().st_size / MB, "texts": sum(map(len, batches))}
+    row["chars"] = sum(len(t) for b in batches for t in b)
+    est, tik, qt = [], [], []
+    for i in range(rounds):
+        c = run_child(python, env, {"path": str(path), "fmt": use, "parse": i == 0})
+        est.append(c["s"])
+        if i == 0:
+            row.update(parse_s=c["parse_s"], peak_mb=c["peak_mb"], engine=c["engine"])
+        tik.append(raw(batches, "tiktoken"))
+        qt.append(raw(batches, "quicktok"))
+    row.update(est_s=min(est), tiktoken_s=min(tik), quicktok_s=min(qt))
+    return row
+
+
+def command(python: str) -> list[str]:
+    beside = Path(python).parent / "ctxfold"
+    return [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (the command's and its workers') of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def folder(python: str, env: dict[str, str], files: int, kb: float, rounds: int, seed: int) -> dict[str, Any]:
+    sources = [p for p, hint in real_fixtures() if hint in ("claude-code", "codex", "pi")]
+    path, _ = generate_folder(sources, files, kb, seed=seed)
+    logs = list(path.glob("*.jsonl"))
+    base = [*command(python), "report", str(path), "--brief", "--no-profile"]
+    has_jobs = (
+        "--jobs"
+        in subprocess.run(
+            [*command(python), "report", "--help"], env=env, capture_output=True, text=True, check=False
+        ).stdout
+    )
+    row: dict[str, Any] = {"files": len(logs), "mb": sum(p.stat().st_size for p in logs) / MB}
+    runs = [timed(base, env) for _ in range(rounds)]
+    row["wall"], row["cpu"] = min(runs)
+    if has_jobs:
+        row["serial_wall"], row["serial_cpu"] = min(timed([*base, "--jobs", "1"], env) for _ in range(rounds))
+    return row
+
+
+def startup(python: str, env: dict[str, str], runs: int) -> dict[str, float]:
+    tiny = [*command(python), "estimate", str(TINY), "--no-profile"]
+    first = timed(tiny, env)[0]  # may build the tokenizer's table in this (private) cache folder
+    cmds = {"pass": [python, "-c", "pass"], "tiny": tiny, "help": [*command(python), "--help"]}
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(runs):
+        for k, cmd in cmds.items():
+            times[k].append(timed(cmd, env)[0])
+    return {"first": first, **{k: statistics.median(v) for k, v in times.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
+    ap.add_argument("--quick", action="store_true", help="20 MB files, 100 logs, fewer runs")
+    ap.add_argument("--size-mb", type=float, default=None, help="size of each generated file (200)")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per shape (3)")
+    ap.add_argument("--folder-files", type=int, default=None, help="small logs in the folder (300)")
+    ap.add_argument("--folder-kb", type=float, default=128, help="size cap of each small log (128 KB)")
+    ap.add_argument("--startup-runs", type=int, default=None, help="start-up runs (15)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    size = args.size_mb or (20.0 if args.quick else 200.0)
+    rounds = args.rounds or (2 if args.quick else 3)
+    files = args.folder_files or (100 if args.quick else 300)
+    runs = args.startup_runs or (7 if args.quick else 15)
+    env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-cache-")))
+    print(f"measuring {args.python}; generated files in {default_dir()}")
+    print(
+        f"{os.cpu_count()} CPUs; load average {_load()}; 2-thread speed-up of a GIL-free task {parallelism():.2f}x"
+    )
+
+    print(f"\nestimate, {size:g} MB per shape (best of {rounds} alternating rounds)")
+    head = (
+        f"{'shape':<12} {'MB':>6} {'texts':>7} {'M chars':>8} {'engine':>9} {'estimate s':>10} "
+        f"{'parse s':>8} {'tiktoken 1t s':>13} {'quicktok 1t s':>13} {'est/tiktoken':>12} {'est/quicktok':>12} {'peak MB':>8}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for fmt in SHAPES:
+        r = shape(fmt, size, rounds, args.python, env, args.seed)
+        print(
+            f"{fmt:<12} {r['mb']:>6.1f} {r['texts']:>7,} {r['chars'] / 1e6:>8.1f} {r['engine']:>9} "
+            f"{r['est_s']:>10.2f} {r['parse_s']:>8.2f} {r['tiktoken_s']:>13.2f} {r['quicktok_s']:>13.2f} "
+            f"{r['est_s'] / r['tiktoken_s']:>12.2f} {r['est_s'] / r['quicktok_s']:>12.2f} {r['peak_mb']:>8.0f}"
+        )
+
+    f = folder(args.python, env, files, args.folder_kb, 2 if args.quick else 3, args.seed)
+    line = (
+        f"\nfolder of {f['files']} small logs ({f['mb']:.1f} MB), report --brief: wall {f['wall']:.2f} s, "
+        f"cpu {f['cpu']:.2f} s, cpu/wall {f['cpu'] / f['wall']:.2f}"
+    )
+    if "serial_wall" in f:
+        line += f"; --jobs 1: wall {f['serial_wall']:.2f} s (speed-up {f['serial_wall'] / f['wall']:.2f}x)"
+    print(line)
+
+    s = startup(args.python, env, runs)
+    print(
+        f"\nstart-up (medians of {runs}): estimate {TINY.name} {s['tiny']:.3f} s "
+        f"({s['tiny'] / s['pass']:.1f}x python -c pass, {s['pass'] * 1000:.0f} ms); ctxfold --help {s['help']:.3f} s "
+        f"({s['help'] / s['pass']:.1f}x); the very first estimate (empty cache) {s['first']:.3f} s"
+    )
+    print(f"\nload average at end: {_load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
