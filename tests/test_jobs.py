@@ -150,3 +150,17 @@ def test_a_large_file_counted_with_helpers_equals_in_process(
     monkeypatch.setenv("CTXFOLD_WORKERS", "2")
     helped = estimate_to_dict(estimate_file(path))
     assert helped == alone and helped["context_tokens"] > 0
+
+
+def test_the_per_file_function_is_pure(tmp_path: Path) -> None:
+    """What docs/scale.md promises an engine that maps it over a bucket: the same plain data from
+    the bytes as from the path, every time, and nothing written (no profile)."""
+    import io
+
+    path = FIXTURES / "codex" / "lab-0169.jsonl"
+    from_path = estimate_to_dict(estimate_file(path))
+    stream = io.BytesIO(path.read_bytes())
+    stream.name = str(path)
+    assert estimate_to_dict(estimate_file(stream)) == from_path == estimate_to_dict(estimate_file(path))
+    assert orjson.loads(orjson.dumps(from_path)) == from_path  # plain data
+    assert not list((Path.home() / ".cache").rglob("profile.json"))

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ctxfold.config import Config
 from ctxfold.formats.loader import Opened, open_transcript
@@ -72,7 +72,7 @@ class FileEstimate:
 
 
 def estimate_file(
-    path: str | Path,
+    path: str | Path | BinaryIO,
     *,
     model: str | None = None,
     tokenizer: str | None = None,
@@ -84,7 +84,9 @@ def estimate_file(
 ) -> FileEstimate:
     opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
     entries = _with_progress(opened, on_progress) if on_progress else opened.entries
-    size = os.path.getsize(path) if str(path) != "-" and os.path.isfile(path) else 0
+    size = 0  # a stream (bytes an engine read from a bucket) has none to plan helpers by
+    if isinstance(path, (str, Path)) and str(path) != "-" and os.path.isfile(path):
+        size = os.path.getsize(path)
     result = estimate_entries(
         entries,
         opened.format,
