@@ -2,7 +2,7 @@
 each call over the state the framework holds; the prepared request mapped back to the
 framework's own message objects.
 
-A guard is cheap to build (a few milliseconds) and its whole memory is its store, so an adapter
+A guard is cheap to build (well under a millisecond) and its whole memory is its store, so an adapter
 builds one per model call over the conversation's state where the framework keeps it (an ADK
 session's ``state``, a LangChain checkpoint, a caller's file or SQLite store): several
 conversations, processes or replicas can share one adapter object, and nothing is held in
@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ctxfold.compaction.guard import ContextGuard, Prepared
 from ctxfold.engine.state import StateStore
+from ctxfold.errors import UsageError
 from ctxfold.providers.base import Summarizer
 from ctxfold.providers.registry import make_summarizer
 
@@ -28,9 +29,7 @@ class GuardFactory:
 
     def __init__(self, model: str | None, summarizer: Summarizer | str | None, options: Mapping[str, Any]):
         if "store" in options or "agent" in options:
-            raise TypeError(
-                "the adapter keeps the guard's state itself: pass store= to the adapter, not agent="
-            )
+            raise UsageError("the adapter keeps the guard's state itself: no store= or agent= for it here")
         self.model = model
         self.summarizer = make_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
         self.options = dict(options)
@@ -59,5 +58,5 @@ def _text(message: Any) -> str:
     """The text of one of ctxfold's own chat messages (``{"role": "user", "content": text}``)."""
     content = message.get("content") if isinstance(message, Mapping) else None
     if not isinstance(content, str):
-        raise TypeError(f"expected ctxfold's own chat message, got {message!r}")
+        raise UsageError(f"expected ctxfold's own chat message, got {type(message).__name__}")
     return content

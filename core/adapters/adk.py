@@ -82,9 +82,8 @@ class ContextGuardPlugin(BasePlugin):
     async def after_model_callback(
         self, *, callback_context: CallbackContext, llm_response: LlmResponse
     ) -> LlmResponse | None:
-        self._guard(callback_context).after_response(
-            llm_response.usage_metadata, final=not llm_response.partial
-        )
+        if not llm_response.partial and llm_response.usage_metadata is not None:  # chunks carry no count
+            self._guard(callback_context).after_response(llm_response.usage_metadata)
         return None
 
     async def on_model_error_callback(

@@ -76,8 +76,9 @@ def context_guard_filter(
     """A ContextGuard for ``RunConfig(call_model_input_filter=...)`` and ``Runner.run(hooks=...)``.
 
     ``model`` names the model the guard counts for; its state goes in ``store``, or beside a
-    ``SQLiteSession``'s items in its database file (``session=``), else in memory. The other
-    keyword arguments are ``ContextGuard``'s (``window=``, ``buffer=``, ``max_tokens=``...)."""
+    ``SQLiteSession``'s items in its database file (``session=``), else in memory. One filter
+    per conversation (per session): the SDK does not tell a filter which session it serves. The
+    other keyword arguments are ``ContextGuard``'s (``window=``, ``buffer=``, ``max_tokens=``...)."""
     if store is None and session is not None:
         path = getattr(session, "db_path", None)
         if path is None or str(path) == ":memory:":
