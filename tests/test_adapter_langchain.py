@@ -199,3 +199,28 @@ def test_the_readme_langchain_example_runs(tmp_path: Path, monkeypatch: pytest.M
             .values
         )
     assert values[STATE_KEY]["__context_guard_window_limit_default"] == 6_000
+
+
+def test_the_async_agent_is_guarded_the_same_way() -> None:
+    """``ainvoke`` runs the middleware's async twin: compacted, never over the limit, paired."""
+    import asyncio
+
+    model = ScriptedChat(limit=6_000)
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        system_prompt=SYSTEM,
+        middleware=[ContextGuardMiddleware("gpt-4o")],
+        checkpointer=InMemorySaver(),
+    )
+
+    async def converse() -> None:
+        for i in range(10):
+            await agent.ainvoke({"messages": [f"Task {i}."]}, {"configurable": {"thread_id": "a"}})
+
+    asyncio.run(converse())
+    refused = [i for i, r in enumerate(model.requests) if r["refused"]]
+    assert len(refused) == 1 and starts_with_summary(model.requests[refused[0] + 1]["messages"][0]["content"])
+    assert max(r["real"] for r in model.requests if not r["refused"]) <= 6_000
+    for r in model.requests:
+        check_request(r["messages"])
