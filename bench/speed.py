@@ -1,7 +1,7 @@
 """Speed of ctxfold in one run: estimate against raw tokenizers, a folder on every core, start-up.
 
-    python bench/speed.py                    # 200 MB per shape, 300 small logs, 15 start-ups
-    python bench/speed.py --quick            # 20 MB, 100 logs: a fast check
+    python bench/speed.py                    # 200 MB per shape, 2,000 small logs, 15 start-ups
+    python bench/speed.py --quick            # 20 MB, 300 logs: a fast check
     python bench/speed.py --python /path/to/other/venv/bin/python   # measure another install
 
 For the Claude Code and Codex shapes (a file generated from the real sessions, ``_gen.py``):
@@ -179,17 +179,17 @@ def startup(python: str, env: dict[str, str], runs: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
-    ap.add_argument("--quick", action="store_true", help="20 MB files, 100 logs, fewer runs")
+    ap.add_argument("--quick", action="store_true", help="20 MB files, 300 logs, fewer runs")
     ap.add_argument("--size-mb", type=float, default=None, help="size of each generated file (200)")
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per shape (3)")
-    ap.add_argument("--folder-files", type=int, default=None, help="small logs in the folder (300)")
+    ap.add_argument("--folder-files", type=int, default=None, help="small logs in the folder (2000)")
     ap.add_argument("--folder-kb", type=float, default=128, help="size cap of each small log (128 KB)")
     ap.add_argument("--startup-runs", type=int, default=None, help="start-up runs (15)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     size = args.size_mb or (20.0 if args.quick else 200.0)
     rounds = args.rounds or (2 if args.quick else 3)
-    files = args.folder_files or (100 if args.quick else 300)
+    files = args.folder_files or (300 if args.quick else 2000)
     runs = args.startup_runs or (7 if args.quick else 15)
     env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-cache-")))
     print(f"measuring {args.python}; generated files in {default_dir()}")

@@ -32,12 +32,12 @@ MIN_BYTES = 1_000_000  # files smaller than this in total are read in-process: a
 
 def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
     """Worker processes for ``paths``: ``--jobs``, else ``CTXFOLD_WORKERS``, else one per core;
-    1 (this process) for a single file, a small total, under ``--debug`` (its tracebacks are this
-    process's) or where processes cannot be forked."""
+    1 (this process) for a single file, stdin among them, a small total, under ``--debug`` (its
+    tracebacks are this process's) or where processes cannot be forked."""
     wanted = flag if flag is not None else configured()
     n = cpus() if wanted is None else wanted
-    if n <= 1 or len(paths) < 2 or os.environ.get(DEBUG_VAR):
-        return 1
+    if n <= 1 or len(paths) < 2 or "-" in paths or os.environ.get(DEBUG_VAR):
+        return 1  # stdin is this process's to read
     import multiprocessing
 
     if "fork" not in multiprocessing.get_all_start_methods():

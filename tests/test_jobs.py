@@ -114,6 +114,7 @@ def test_how_many_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert jobs.jobs_for(None, paths[:1]) == 1  # one file: read here
     assert jobs.jobs_for(8, paths) == len(paths)  # no more workers than files
     assert jobs.jobs_for(1, paths) == 1
+    assert jobs.jobs_for(2, [*paths, "-"]) == 1  # stdin is read here
     monkeypatch.setenv("CTXFOLD_WORKERS", "0")
     assert jobs.jobs_for(None, paths) == 1
     monkeypatch.setenv("CTXFOLD_WORKERS", "2")

@@ -115,6 +115,8 @@ class QuicktokEngine:
             from ctxfold.tokens.ranktable import valid_text
 
             _, offsets = self._tok.encode_batch([valid_text(t) for t in texts], threads, False)
+        except ImportError:  # its arrays need numpy: without a working one, text by text
+            return self.count_batch(texts)
         bounds = memoryview(offsets).tolist()
         return [b - a for a, b in pairwise(bounds)]
 
