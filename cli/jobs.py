@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # a pool is only built for several files: a single one starts
 R = TypeVar("R")
 T = TypeVar("T")
 MIN_BYTES = 1_000_000  # files smaller than this in total are read in-process: a pool costs more
+CHUNK = 16  # files per task at most
+TASKS_PER_WORKER = 8  # at least, when there are files enough: the load stays even
 
 
 def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
@@ -95,27 +97,62 @@ def read_files(
 def _run_all(
     paths: Sequence[str], work: Callable[..., Any], jobs: int, advance: Callable[[], None]
 ) -> list[Any]:
-    """Every path's ``("ok", result)`` or ``("error", one line)``, in order."""
+    """Every path's ``("ok", result)`` or ``("error", one line)``, in order.
+
+    Small files go in chunks (a task's round trip between processes costs about what a small
+    log does). A worker that dies breaks the pool: the files it left are read again file by
+    file in a new pool, and those that break that one too each in a process of its own, so
+    only the file that kills its worker is lost."""
+    outcomes: list[Any] = [None] * len(paths)
+    todo = list(range(len(paths)))
+    size = max(1, min(CHUNK, len(paths) // (jobs * TASKS_PER_WORKER)))
+    for workers, chunk in ((jobs, size), (jobs, 1)):
+        todo = _round(paths, todo, work, workers, chunk, outcomes, advance)
+        if not todo:
+            return outcomes
+    for i in todo:
+        if not _round(paths, [i], work, 1, 1, outcomes, advance):
+            continue
+        outcomes[i] = ("error", f"{paths[i]}: the worker process reading it died")
+    return outcomes
+
+
+def _round(
+    paths: Sequence[str],
+    todo: list[int],
+    work: Callable[..., Any],
+    jobs: int,
+    chunk: int,
+    outcomes: list[Any],
+    advance: Callable[[], None],
+) -> list[int]:
+    """Read the files ``todo`` (indices) in a pool; return those lost to a broken pool."""
     from concurrent.futures.process import BrokenProcessPool
 
-    outcomes: list[Any] = [None] * len(paths)
+    chunks = [todo[i : i + chunk] for i in range(0, len(todo), chunk)]
+    lost: list[int] = []
     with _pool(jobs) as pool:
-        futures = [pool.submit(_work, work, p) for p in paths]
-        for f in futures:
-            f.add_done_callback(lambda _f: advance())
-        broken: list[int] = []
-        for i, f in enumerate(futures):
+        futures = [pool.submit(_work_all, work, [paths[i] for i in c]) for c in chunks]
+        for f, c in zip(futures, chunks, strict=True):
+            f.add_done_callback(_advancing(advance, f, len(c)))
+        for f, c in zip(futures, chunks, strict=True):
             try:
-                outcomes[i] = f.result()
+                for i, outcome in zip(c, f.result(), strict=True):
+                    outcomes[i] = outcome
             except BrokenProcessPool:
-                broken.append(i)
-    for i in broken:  # a worker died: each file it may have been reading gets a process of its own
-        with _pool(1) as alone:
-            try:
-                outcomes[i] = alone.submit(_work, work, paths[i]).result()
-            except BrokenProcessPool:
-                outcomes[i] = ("error", f"{paths[i]}: the worker process reading it died")
-    return outcomes
+                lost.extend(c)
+    return lost
+
+
+def _advancing(advance: Callable[[], None], future: Any, n: int) -> Callable[[Any], None]:
+    """The bar moves by a chunk's files when it is read (not when its pool broke)."""
+
+    def done(_: Any) -> None:
+        if not future.cancelled() and future.exception() is None:
+            for _i in range(n):
+                advance()
+
+    return done
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
@@ -131,6 +168,10 @@ def _worker_init() -> None:
 
     os.environ[WORKERS_ENV] = "0"
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _work_all(work: Callable[..., Any], paths: list[str]) -> list[tuple[str, Any]]:
+    return [_work(work, p) for p in paths]
 
 
 def _work(work: Callable[..., Any], path: str) -> tuple[str, Any]:

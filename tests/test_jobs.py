@@ -46,9 +46,11 @@ def _run(args: list[str], cache: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
     return r.exit_code, orjson.loads(r.stdout), profile.read_bytes() if profile.exists() else None
 
 
-@pytest.fixture(autouse=True)
-def _parallel_even_for_small_folders(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, params=[8, 1], ids=["file-tasks", "chunked"])
+def _parallel_even_for_small_folders(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """Every test runs with one file per task and with files in chunks (as a large folder is)."""
     monkeypatch.setattr(jobs, "MIN_BYTES", 0)
+    monkeypatch.setattr(jobs, "TASKS_PER_WORKER", request.param)
 
 
 @pytest.mark.parametrize("command", [["estimate"], ["report"], ["report", "--simulate-compaction"]])
