@@ -97,17 +97,36 @@ def progress(path: str, enabled: bool = True) -> Iterator[Callable[[Opened], Non
 @contextlib.contextmanager
 def files_progress(total: int, enabled: bool = True) -> Iterator[Callable[[], None]]:
     """A bar across the files of a run read by several processes, on a terminal's stderr; the
-    callback it gives may be called from any thread."""
+    callback it gives may be called from any thread. It draws when called, at most ten times a
+    second, with no refresh thread of its own: the workers are forked while it shows."""
     if not (enabled and err.is_terminal):
         yield lambda: None
         return
+    import time
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     with Progress(
-        "files", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err, transient=True
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        auto_refresh=False,
     ) as bar:
         task = bar.add_task("files", total=total)
-        yield lambda: bar.advance(task)
+        drawn = [0.0]
+
+        def advance() -> None:
+            bar.advance(task)
+            now = time.monotonic()
+            if now - drawn[0] >= 0.1:
+                drawn[0] = now
+                bar.refresh()
+
+        bar.refresh()
+        yield advance
 
 
 def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:

@@ -167,3 +167,32 @@ def test_the_per_file_function_is_pure(tmp_path: Path) -> None:
     assert estimate_to_dict(estimate_file(stream)) == from_path == estimate_to_dict(estimate_file(path))
     assert orjson.loads(orjson.dumps(from_path)) == from_path  # plain data
     assert not list((Path.home() / ".cache").rglob("profile.json"))
+
+
+def test_the_files_bar_runs_no_thread_while_workers_are_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal a bar counts the files; it draws from the callbacks, so when the workers
+    are forked no other thread holds a lock a child could inherit held."""
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from ctxfold.cli import render
+
+    screen = Console(file=io.StringIO(), force_terminal=True, width=100)
+    monkeypatch.setattr(render, "err", screen)
+    threads: list[int] = []
+    real_pool = jobs._pool
+
+    def pool(n: int) -> Any:
+        threads.append(threading.active_count())
+        return real_pool(n)
+
+    monkeypatch.setattr(jobs, "_pool", pool)
+    folder = _sessions(tmp_path / "sessions")
+    r = runner.invoke(app, ["estimate", str(folder), "--jobs", "2"])
+    assert r.exit_code == 1 and threads == [1]
+    n = len(list(folder.glob("*.jsonl")))
+    assert f"{n}/{n}" in screen.file.getvalue()  # type: ignore[attr-defined]
