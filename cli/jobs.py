@@ -131,7 +131,8 @@ def _round(
 
     chunks = [todo[i : i + chunk] for i in range(0, len(todo), chunk)]
     lost: list[int] = []
-    with _pool(jobs) as pool:
+    pool = _pool(jobs)
+    try:
         futures = [pool.submit(_work_all, work, [paths[i] for i in c]) for c in chunks]
         for f, c in zip(futures, chunks, strict=True):
             f.add_done_callback(_advancing(advance, f, len(c)))
@@ -141,6 +142,10 @@ def _round(
                     outcomes[i] = outcome
             except BrokenProcessPool:
                 lost.extend(c)
+    except BaseException:  # Ctrl-C, or a bug here: the files not started are not read
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return lost
 
 
