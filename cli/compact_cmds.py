@@ -101,6 +101,7 @@ def compact(
     from ctxfold.compaction.run import CompactOptions, compact_file
     from ctxfold.config import load_config
     from ctxfold.engine.profile import Profiles
+    from ctxfold.errors import MissingKeyError
     from ctxfold.providers.registry import make_summarizer
     from ctxfold.settings import effective
     from ctxfold.strategies.base import get_strategy
@@ -133,6 +134,14 @@ def compact(
             tool_results=conf["tool_results"],
             strict=strict,
         )
+        missing: MissingKeyError | None = None
+        if chosen.uses_summarizer:
+            try:  # a provider that cannot be called is said now, before anything is read or written
+                summarizer.check_keys()
+            except MissingKeyError as err:
+                if not dry_run:
+                    raise MissingKeyError(err.provider, err.env_var, "nothing written") from None
+                missing = err  # a dry run calls nothing: it says so and goes on
         result = compact_file(
             file,
             summarizer,
@@ -157,6 +166,8 @@ def compact(
             config=config,
             profiles=profiles,
         )
+    if missing is not None:
+        result.warnings.append(f"{missing} (the dry run calls nothing; a real run would stop here)")
     if json_out:
         doc = compact_doc(result)
         render.emit_json({"command": "compact", "version": 1, **doc, "warnings": [*notes, *doc["warnings"]]})

@@ -149,9 +149,12 @@ def compact(
     ('compacted', 21595, True, 'claude-code-sidechains.compacted.jsonl')
     """
     from ctxfold.compaction.run import CompactOptions, compact_file
-    from ctxfold.providers.registry import make_summarizer
+    from ctxfold.providers.registry import ChainSummarizer, make_summarizer
+    from ctxfold.strategies.base import get_strategy
 
-    made = make_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
+    made: Summarizer = summarizer if not isinstance(summarizer, str) else make_summarizer(summarizer)
+    if isinstance(made, ChainSummarizer) and get_strategy(strategy).uses_summarizer:
+        made.check_keys()  # a provider that cannot be called fails before anything is read
     return compact_file(
         str(path),
         made,

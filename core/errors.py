@@ -188,12 +188,13 @@ class MissingKeyError(ProviderError):
     ANTHROPIC_API_KEY
     """
 
-    def __init__(self, provider: str, env_var: str) -> None:
+    def __init__(self, provider: str, env_var: str, outcome: str | None = None) -> None:
         self.provider = provider
         self.env_var = env_var
         super().__init__(
             f"{provider}: no API key: set {env_var} or pass --api-key (api_key= from Python), "
-            "or use --provider offline for a summary made without a model"
+            "or use --provider offline for a summary made without a model (or end a chain with "
+            f"',offline' to fall back to it){f' ({outcome})' if outcome else ''}"
         )
 
 
