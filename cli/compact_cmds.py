@@ -179,6 +179,7 @@ def compact(
 def validate(
     files: Files,
     fmt: FormatOpt = None,
+    skip_invalid: SkipOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Check transcripts against their format's rules; exit 1 if any rule is broken."""
@@ -188,7 +189,7 @@ def validate(
     from ctxfold.formats.validate import validate as check
 
     paths, failed = expand(files)
-    results = [check(path, fmt) for path in paths]
+    results = [check(path, fmt, skip_invalid=skip_invalid) for path in paths]
     if json_out:
         docs = [v.to_dict() for v in results]
         render.emit_json({"command": "validate", "version": 1, "files": docs, "failed": failed})

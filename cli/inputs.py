@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ctxfold.cli.errors import DEBUG_VAR, internal_error
+from ctxfold.cli.errors import DEBUG_VAR, internal_error, with_hint
 from ctxfold.errors import InputError, UsageError
 
 T = TypeVar("T")
@@ -58,7 +58,7 @@ def read_each(expanded: tuple[list[str], Failed], read: Callable[[str], T]) -> t
         except InputError as err:
             if len(paths) == 1 and not failed:
                 raise
-            failed.append({"path": path, "error": str(err)})  # names the file (and line)
+            failed.append({"path": path, "error": with_hint(err)})  # names the file (and line)
         except Exception as err:  # a bug met on one file must not cost the others
             if (len(paths) == 1 and not failed) or os.environ.get(DEBUG_VAR):
                 raise

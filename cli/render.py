@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ctxfold.cli.errors import SKIP_HINT
+
 if TYPE_CHECKING:
     from ctxfold.compaction.run import CompactResult
     from ctxfold.engine.calibration import Prediction
@@ -113,7 +115,7 @@ def num(x: int | None) -> str:
 
 def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
     for r, predicted in results:
-        for w in r.model.warnings:
+        for w in r.warnings:
             warn(f"{r.path}: {w}")
         for s in r.skipped:
             warn(f"skipped {s}")
@@ -308,6 +310,10 @@ def validation(results: Sequence[Validation]) -> None:
         out.print(Text(text), soft_wrap=True)
 
     for v in results:
+        for w in v.warnings:
+            warn(f"{v.path}: {w}")
+        for s in v.skipped:
+            warn(f"skipped {s}")
         if v.ok:
             line(f"{v.path}: ok ({v.format}, {v.entries:,} entries)")
             continue
@@ -317,6 +323,8 @@ def validation(results: Sequence[Validation]) -> None:
         line(f"{v.path}: {len(v.violations)} violation(s)" + (f" ({v.format})" if v.format else ""))
         for x in v.violations:
             line(f"  {v.path}{f':{x.line}' if x.line else ''}: {x.message}")
+        if v.unread_from is not None:
+            line(f"  nothing after line {v.unread_from} was checked ({SKIP_HINT})")
 
 
 def config(doc: dict[str, Any]) -> None:

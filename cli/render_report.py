@@ -46,7 +46,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
     sums = []
     for rep in reports:
         est, pol = rep.estimate, rep.policy
-        for w in est.model.warnings:
+        for w in est.warnings:
             warn(f"{est.path}: {w}")
         for s in est.skipped:
             warn(f"skipped {s}")
@@ -176,7 +176,7 @@ def brief(reports: Sequence[Report]) -> None:
         render.out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
     sums = []
     for rep in reports:
-        for w in rep.estimate.model.warnings:
+        for w in rep.estimate.warnings:
             warn(f"{rep.estimate.path}: {w}")
         sums.append(summary(rep))
     files = [os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path for rep in reports]

@@ -11,6 +11,7 @@ Core raises these and never prints or exits; the CLI maps them to exit codes in 
     │   ├── EmptyInputError        nothing but blank lines
     │   ├── UnknownFormatError     no reader recognises the first lines
     │   └── LineError              one line is bad: names file, line number and the problem
+    │       └── PartialLineError   the last line is half written (a live session): left out
     ├── TokenizerError             encoding data missing or failing its pinned sha256
     ├── ConfigError                a config or profile file is unreadable
     ├── OutputError                an output file cannot be written
@@ -108,6 +109,23 @@ class LineError(InputError):
 
     def with_path(self, path: str | Path) -> LineError:
         return type(self)(self.reason, self.line, path)
+
+
+class PartialLineError(LineError):
+    """The file's last line ends inside a JSON value with no newline after it: the harness is
+    still writing it (a session in use) or the file was cut short. Readers leave it out with a
+    warning instead of failing: it is the normal state of a live session's log.
+
+    >>> import io
+    >>> opened = ctxfold.open_transcript(io.BytesIO(b'{"role": "user", "content": "hi"}\\n{"role": "assi'))
+    >>> [e.kind for e in opened.entries], opened.warnings
+    (['message'], ['line 2: half-written last line (the file is still being written, or was cut short): left out'])
+    """
+
+    REASON = "half-written last line (the file is still being written, or was cut short)"
+
+    def __init__(self, message: str | None = None, line: int = 0, path: str | Path | None = None) -> None:
+        super().__init__(message or self.REASON, line, path)
 
 
 class TokenizerError(CtxfoldError):

@@ -70,3 +70,109 @@ def _copy(src: Path, tmp_path: Path, name: str | None = None) -> Path:
     dst = tmp_path / (name or src.name)
     shutil.copyfile(src, dst)
     return dst
+
+
+# ------------------------------------------------ 3. a session still being written (live logs)
+
+HEADER = {"type": "header", "format": "ctxfold", "version": 1, "model": "gpt-4o"}
+USER = {"type": "message", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+
+
+def _jl(*objs: object) -> bytes:
+    return b"".join(orjson.dumps(o) + b"\n" for o in objs)
+
+
+def _live(tmp_path: Path) -> tuple[Path, int]:
+    """The bundled Claude Code session as its harness leaves it mid-write: the last line cut
+    inside a value, no newline after it."""
+    data = SAMPLE.read_bytes()
+    live = tmp_path / "live.jsonl"
+    live.write_bytes(data[:-300])
+    return live, data[:-300].count(b"\n") + 1
+
+
+@pytest.mark.parametrize("command", ["estimate", "report", "validate"])
+def test_a_half_written_last_line_is_a_warning_and_left_out(tmp_path: Path, command: str) -> None:
+    live, last = _live(tmp_path)
+    result = runner.invoke(app, [command, str(live)])
+    assert result.exit_code == 0, result.output
+    assert f"{live}: line {last}: half-written last line" in result.stderr
+    assert "left out" in result.stderr
+    doc = _doc(runner.invoke(app, [command, str(live), "--json"]).stdout)["files"][0]
+    assert any(w.startswith(f"line {last}: half-written") for w in doc["warnings"])
+    if command == "validate":
+        assert doc["ok"] is True  # the cut line is not a violation either
+    elif command == "estimate":
+        whole = _doc(runner.invoke(app, [command, str(SAMPLE), "--json"]).stdout)["files"][0]
+        assert doc["lines"] == whole["lines"] - 1  # every complete line read, the cut one not
+
+
+def test_compact_of_a_live_session_warns_and_carries_on(tmp_path: Path) -> None:
+    live, last = _live(tmp_path)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["compact", str(live), "--window", "24000", "--out-dir", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = _doc(result.stdout)
+    assert doc["status"] == "compacted"
+    assert any(f"line {last}: half-written" in w for w in doc["warnings"])
+    # the harness finishes the line: the next run folds only what is new (nothing complete was
+    # folded from the cut line, and the bytes before it did not change)
+    live.write_bytes(SAMPLE.read_bytes())
+    again = _doc(
+        runner.invoke(
+            app, ["compact", str(live), "--window", "24000", "--out-dir", str(out), "--json"]
+        ).stdout
+    )
+    assert again["incremental"] is True and again["status"] in ("up-to-date", "not-due", "compacted")
+    assert not any("half-written" in w for w in again["warnings"])
+
+
+def test_a_file_whose_only_line_is_half_written_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "new.jsonl"
+    path.write_bytes(b'{"type":"header","format":"ctx')
+    result = runner.invoke(app, ["estimate", str(path)])
+    assert result.exit_code == 1 and "still being written" in result.stderr
+
+
+def test_a_cut_multibyte_character_is_half_written_too(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    tail = '{"type":"message","role":"user","parts":[{"type":"text","text":"héllo wörld é'.encode()
+    path.write_bytes(_jl(HEADER, USER) + tail[:-1])  # inside the two bytes of the last é
+    result = runner.invoke(app, ["estimate", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert any("line 3: half-written" in w for w in _doc(result.stdout)["files"][0]["warnings"])
+
+
+# ------------------------------------------------------ 5. one broken line in a long log
+
+
+def _broken(tmp_path: Path) -> tuple[Path, int]:
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    lines.insert(100, b'{"type":"user", broken\n')
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path, 101
+
+
+@pytest.mark.parametrize("command", ["estimate", "report", "compact", "validate"])
+def test_a_bad_line_suggests_skip_invalid_which_every_command_takes(tmp_path: Path, command: str) -> None:
+    path, bad = _broken(tmp_path)
+    extra = ["--dry-run", "--force", "--out-dir", str(tmp_path / "o")] if command == "compact" else []
+    result = runner.invoke(app, [command, str(path), *extra])
+    assert result.exit_code == 1
+    assert f"{path}:{bad}:" in result.output + result.stderr
+    assert "--skip-invalid" in result.output + result.stderr
+    result = runner.invoke(app, [command, str(path), *extra, "--skip-invalid"])
+    assert result.exit_code == 0, result.output
+    assert f"skipped {path}:{bad}:" in result.stderr
+    if command == "validate":
+        assert ": ok (claude-code" in result.stdout  # the rest was checked, and is fine
+
+
+def test_a_bad_line_in_one_of_several_files_suggests_it_too(tmp_path: Path) -> None:
+    path, _ = _broken(tmp_path)
+    good = _copy(SAMPLE, tmp_path)
+    result = runner.invoke(app, ["estimate", str(path), str(good), "--json"])
+    assert result.exit_code == 1
+    failed = _doc(result.stdout)["failed"]
+    assert failed[0]["path"] == str(path) and "--skip-invalid" in failed[0]["error"]

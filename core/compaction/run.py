@@ -199,7 +199,7 @@ def _compact(
         messages_before=len(resumed.messages),
         strategy=strategy.name,
         incremental=resumed.incremental,
-        warnings=list(read.est.model.warnings),
+        warnings=[*read.est.model.warnings, *(f"{path}: {note}" for note in read.est.notes)],
         skipped=read.skipped,
     )
     if read.in_store:
@@ -309,6 +309,7 @@ def read_input(path: str, opts: CompactOptions, config: Config | None, place: Pl
     )
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None
+    est.notes = list(opened.warnings)  # filled as the entries were read
     transcript = materialize(kept, opened.format, opened.path)
     return Read(transcript, est, outs, state, [str(e) for e in opened.skipped], place.in_store)
 

@@ -156,7 +156,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         },
         "summary": summary(report),
         "requests": [row_dict(r) for r in report.rows],
-        "warnings": list(est.model.warnings),
+        "warnings": est.warnings,
         "skipped_lines": est.skipped,
     }
 

@@ -48,11 +48,17 @@ class FileEstimate:
     replay: Replay
     largest: list[LargeMessage]
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what reading it left out (a half-written last line)
     # where the model came from: "log", "--model" (the log names none, or the same), "--model
     # over the log's", "settings" (CTXFOLD_MODEL, [defaults]), "harness" (HARNESS_MODEL) or None
     model_source: str | None = None
     bytes_read: int = 0
     lines_read: int = 0
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the user should know: how the model was resolved, what reading left out."""
+        return [*self.model.warnings, *self.notes]
 
     @property
     def requests(self) -> list[Request]:
@@ -96,6 +102,7 @@ def estimate_file(
         workers=workers_for(size),
     )
     result.skipped = [str(e) for e in opened.skipped]
+    result.notes = list(opened.warnings)
     result.bytes_read, result.lines_read = opened.bytes_read, opened.lines_read
     return result
 
@@ -227,7 +234,7 @@ def estimate_to_dict(r: FileEstimate) -> dict[str, Any]:
             "source": last.real_source,
             "ratio": round(last.real / last.estimate, 4) if last.real and last.estimate else None,
         },
-        "warnings": list(r.model.warnings),
+        "warnings": r.warnings,
         "skipped_lines": r.skipped,
         "lines": r.lines_read,
         "bytes": r.bytes_read,
