@@ -231,13 +231,20 @@ def compact(r: CompactResult) -> None:
     head = Text.assemble((r.path, "bold"), f"  ({r.format}{', incremental' if r.incremental else ''})")
     out.print(head)
     pred = f"{r.tokens_before:,} predicted tokens (counted {r.estimate_before:,}); threshold {r.policy.threshold:,}"
+
+    def notes() -> None:
+        for n in r.notes:
+            out.print(Text(f"  note         {n}"))
+
     if r.status == "not-due":
         out.print(Text(f"  not due: {pred}. Nothing written (--force compacts anyway)."))
+        notes()
         return
     if r.status == "up-to-date":
         out.print(
             Text(f"  up to date: nothing new since the last compaction ({r.outputs.state}). Nothing written.")
         )
+        notes()
         return
     if r.status == "dry-run":
         out.print(Text(f"  would compact with {r.strategy}: {pred}, {r.messages_before:,} messages"))
@@ -248,6 +255,7 @@ def compact(r: CompactResult) -> None:
                 out.print(Text("  would write  nothing: compacting stdin needs -o/--output"))
                 break
             out.print(Text(f"  would write  {d['would_write'][k]}"))
+        notes()
         return
     after = r.tokens_after or 0
     out.print(
@@ -265,8 +273,7 @@ def compact(r: CompactResult) -> None:
             else ""
         )
         out.print(Text(f"  summarizer   {sm['provider']}{' / ' + sm['model'] if sm['model'] else ''}{used}"))
-    for n in r.notes:
-        out.print(Text(f"  note         {n}"))
+    notes()
     for k, label in (("compacted", "transcript"), ("summary", "summary"), ("state", "state")):
         out.print(Text(f"  {label:<12} {d['outputs'][k]}"))
     if r.carry_on is not None:

@@ -176,3 +176,54 @@ def test_a_bad_line_in_one_of_several_files_suggests_it_too(tmp_path: Path) -> N
     assert result.exit_code == 1
     failed = _doc(result.stdout)["failed"]
     assert failed[0]["path"] == str(path) and "--skip-invalid" in failed[0]["error"]
+
+
+# ------------------------------------------------------- 4. re-running with other settings
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--window", "30000"], "window 24,000 → 30,000"),
+        ([], "window 24,000 → the model's"),
+        (["--window", "24000", "--buffer", "10%"], "buffer the default → 10%"),
+        (["--max-tokens", "24000"], "max-tokens none → 24,000"),
+        (["--window", "24000", "--model", "gpt-4o"], "model the log's → gpt-4o"),
+        (["--window", "24000", "-s", "sliding-window"], "strategy summary → sliding-window"),
+        (
+            ["--window", "24000", "--provider", "anthropic,offline", "--dry-run"],
+            "provider offline → anthropic:",
+        ),
+        (["--window", "24000", "-i", "the parser"], "instructions none → the parser"),
+    ],
+)
+def test_other_settings_are_noticed_and_said(tmp_path: Path, flags: list[str], said: str) -> None:
+    for form in ("json", "text"):
+        out = ["--out-dir", str(tmp_path / form)]
+        first = runner.invoke(app, ["compact", str(SAMPLE), "--window", "24000", *out, "--json"])
+        assert _doc(first.stdout)["status"] == "compacted", first.output
+        same = runner.invoke(app, ["compact", str(SAMPLE), "--window", "24000", *out, "--json"])
+        assert _doc(same.stdout)["status"] == "up-to-date"  # the same settings: nothing to do
+        result = runner.invoke(
+            app, ["compact", str(SAMPLE), *flags, *out, *(["--json"] if form == "json" else [])]
+        )
+        assert result.exit_code == 0, result.output
+        if form == "text":
+            assert said in " ".join(result.stdout.split()) and "up to date" not in result.stdout
+            continue
+        doc = _doc(result.stdout)
+        assert doc["status"] != "up-to-date" and doc["incremental"] is False
+        assert any("settings changed" in n and said in n for n in doc["notes"]), doc["notes"]
+
+
+def test_the_state_records_the_settings_and_an_older_state_still_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["compact", str(SAMPLE), "--window", "24000", "--out-dir", str(out), "--json"]
+    assert _doc(runner.invoke(app, args).stdout)["status"] == "compacted"
+    state_path = out / "claude-code-sidechains.ctxfold.json"
+    state = _doc(state_path.read_text())
+    assert state["settings"]["window"] == 24_000 and state["settings"]["strategy"] == "summary"
+    assert state["settings"]["summarizer"] == "offline"
+    del state["settings"]  # as written before the settings were recorded
+    state_path.write_bytes(orjson.dumps(state))
+    assert _doc(runner.invoke(app, args).stdout)["status"] == "up-to-date"

@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxfold.compaction.carry_on import in_a_store, install, plan
 from ctxfold.compaction.fold import Folded, FoldInput, fold
@@ -33,7 +34,7 @@ from ctxfold.compaction.outputs import (
     write_outputs,
 )
 from ctxfold.compaction.record import compacted_transcript, new_state
-from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, load_state
+from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, load_state, settings_changes
 from ctxfold.config import Config
 from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prior, make_calibrator
 from ctxfold.engine.now import calibrated, learn_from, prior_for
@@ -134,6 +135,7 @@ class Resumed:
     messages: list[Message]
     incremental: bool
     digest: tuple[str, int] | None
+    changed: tuple[str, ...] = ()  # the settings that differ from the state's (it was set aside)
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,8 @@ def _compact(
 ) -> CompactResult:
     strategy = get_strategy(opts.strategy)
     read = read_input(path, opts, config, place)
-    resumed = resume(read, path, opts.force)
+    settings = decision_settings(read.est, opts, summarizer)
+    resumed = resume(read, path, opts.force, settings)
     now = decide_now(read, resumed, opts, profiles)
     result = CompactResult(
         "not-due",
@@ -202,6 +205,11 @@ def _compact(
         warnings=[*read.est.model.warnings, *(f"{path}: {note}" for note in read.est.notes)],
         skipped=read.skipped,
     )
+    if resumed.changed:
+        result.notes.append(
+            f"the settings changed since the last compaction ({'; '.join(resumed.changed)}): "
+            "the whole session is decided and folded afresh"
+        )
     if read.in_store:
         result.notes.append(
             f"the input is in {read.in_store}'s session folder: the outputs go to {read.outs.compacted.parent}/ "
@@ -246,7 +254,9 @@ def _compact(
     result.messages_after, result.summary = len(folded.messages), folded.summary
     result.notes.extend(folded.notes)
     if not opts.dry_run:
-        result.outputs, compacted = write(read, resumed, now, folded, path, strategy=strategy.name, opts=opts)
+        result.outputs, compacted = write(
+            read, resumed, now, folded, path, strategy=strategy.name, opts=opts, settings=settings
+        )
         result.carry_on = _carry_on(result.outputs, compacted, opts)
     return result
 
@@ -320,12 +330,44 @@ def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
         yield e
 
 
-def resume(read: Read, path: str, force: bool) -> Resumed:
+def decision_settings(est: FileEstimate, opts: CompactOptions, summarizer: Summarizer) -> dict[str, Any]:
+    """What the user chose that the decision and the fold depend on (flags, environment, config
+    file): recorded in the state, so a run with other choices (another window, model, strategy,
+    summarizer…) is not "up to date". What the session itself decides (the model it switches to,
+    the window its log records) is not a choice: a grown session stays incremental."""
+    chosen_window = not (
+        est.model.window_source in ("recorded in the log", "default")
+        or est.model.window_source.startswith(("model registry", "the log's"))
+    )
+    chosen_model = est.model_source in ("--model", "--model over the log's", "settings")
+    masks = "mask-observations" in opts.strategy
+    return {
+        "model": est.model.name if chosen_model else None,
+        "window": est.model.window if chosen_window else None,
+        "max_tokens": opts.max_tokens,
+        "buffer": opts.buffer,
+        "calibration": opts.calibration,
+        "strategy": opts.strategy,
+        "summarizer": getattr(summarizer, "spec", None) or type(summarizer).__name__,
+        "instructions": opts.instructions,
+        "keep_observations": opts.keep_observations if masks else None,
+        "to": opts.to,
+    }
+
+
+def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None = None) -> Resumed:
     """The context to decide on. With ``force`` and nothing new since the state's summary, the
-    whole session is folded again (``--force`` always redoes, never answers "up to date")."""
+    whole session is folded again (``--force`` always redoes, never answers "up to date"); so it
+    is when the state was written with other ``settings`` (its summary and outputs are not what
+    this run asks for)."""
     state, start, digest = read.state, 0, None
+    changed: list[str] = []
     if state is not None and path != "-":
         state, start, digest = _resume_point(read.transcript, state, read.outs, force)
+        if state is not None and settings is not None:
+            changed = settings_changes(state.settings, settings)
+            if changed:
+                state, start = None, 0
     ctx = current_context(read.transcript.entries, start)
     if force and state is not None and start > 0 and ctx.start == start and not ctx.messages:
         state, start = None, 0
@@ -334,7 +376,7 @@ def resume(read: Read, path: str, force: bool) -> Resumed:
     incremental = state is not None and start > 0 and ctx.start == start
     if incremental and state is not None:
         messages = [summary_message(state.summary), *messages]
-    return Resumed(state, ctx, messages, incremental, digest)
+    return Resumed(state, ctx, messages, incremental, digest, tuple(changed))
 
 
 def _resume_point(
@@ -407,7 +449,15 @@ def _state_prior(state: State, fallback: Prior) -> Prior:
 
 
 def write(
-    read: Read, resumed: Resumed, now: Now, folded: Folded, path: str, *, strategy: str, opts: CompactOptions
+    read: Read,
+    resumed: Resumed,
+    now: Now,
+    folded: Folded,
+    path: str,
+    *,
+    strategy: str,
+    opts: CompactOptions,
+    settings: dict[str, Any] | None = None,
 ) -> tuple[Outputs, Transcript]:
     """Write the compacted transcript and the summary, then record the state (last)."""
     t, state, est = read.transcript, resumed.state, read.est
@@ -426,6 +476,7 @@ def write(
         prior=now.calibrator.prior,
         digest=digest,
         strategy=strategy,
+        settings=settings,
     )
     # the model the estimate settled on (the session's current one) when the log named it
     model = est.model.name if est.model_source == "log" else resumed.ctx.model

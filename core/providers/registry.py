@@ -96,6 +96,12 @@ class ChainSummarizer:
         """The first provider's window: what the strategy should truncate the conversation to."""
         return getattr(self.links[0], "window", None)
 
+    @property
+    def spec(self) -> str:
+        """The chain as a provider spec (``anthropic:claude-haiku-4-5,offline``): what a state
+        file records, so a later run with another provider is noticed."""
+        return ",".join(_label(link) for link in self.links)
+
     def __repr__(self) -> str:
         return f"ChainSummarizer({', '.join(map(repr, self.links))}, strict={self.strict})"
 
