@@ -167,6 +167,7 @@ def assert_carried_on(
     assert calls, "the harness made no model call after resuming"
     held = texts(calls[0])
     assert any(done.summary.strip() in t for t in held), "the summary is not in the resumed request"
+    assert "Where things stand:" in done.summary, "the summary does not say where things stand"
     assert prompt in [t.strip() for t in held], "the new turn is not in the resumed request"
     assert folded_calls, "the turns before compacting made no tool call"
     # what the compacted session keeps verbatim after its summary (the step under way) is not folded

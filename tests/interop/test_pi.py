@@ -159,3 +159,13 @@ def test_a_claude_code_session_carries_on_in_pi(harness_bin: Bin, lab_home: Path
     done, _ = _carried_elsewhere(harness_bin, lab_home, log)
     assert done.cwd == lab_home / "project"
     assert ("anthropic", MODEL) in _named(done.installed)
+
+
+def test_a_gemini_cli_session_carries_on_in_pi(harness_bin: Bin, lab_home: Path) -> None:
+    """A real Gemini CLI saved chat (bundled, MIT) names no working folder: pi's session is placed
+    in the one compact runs in."""
+    chat = Path(__file__).parents[2] / "fixtures" / "real" / "gemini-cli-pomodoro-timer.json"
+    source = lab_home / "project" / "gemini-session.json"
+    source.write_bytes(chat.read_bytes())
+    done, _ = _carried_elsewhere(harness_bin, lab_home, source)
+    assert ("google", loader.load(source).models[-1]) in _named(done.installed)
