@@ -206,7 +206,10 @@ def _real_counts(path: Path) -> list[int | None]:
 def test_request_log_with_completion_and_usage_is_read_with_its_counts() -> None:
     log = DIR / "openrouter-log.jsonl"
     assert detect(log) == "openai-chat"
-    litellm = [json.loads(line)["response"]["usage"]["prompt_tokens"] for line in open(REAL_LITELLM)]
+    litellm = [
+        json.loads(line)["response"]["usage"]["prompt_tokens"]
+        for line in REAL_LITELLM.read_text().splitlines()
+    ]
     assert _real_counts(log) == litellm  # the same calls, the same counts as LiteLLM's log of them
     last = [e for e in entries(log) if isinstance(e, Message)][-1]
     raw = json.loads(log.read_text().splitlines()[-1])["completion"]["usage"]["completion_tokens"]  # 199
@@ -216,7 +219,7 @@ def test_request_log_with_completion_and_usage_is_read_with_its_counts() -> None
 def test_request_log_line_usage_stands_in_for_the_completions(tmp_path: Path) -> None:
     """A completion without its own usage takes the line's; a completion given as text is the
     answer's text."""
-    lines = [json.loads(line) for line in open(DIR / "openrouter-log.jsonl")][:2]
+    lines = [json.loads(line) for line in (DIR / "openrouter-log.jsonl").read_text().splitlines()][:2]
     for d in lines:
         del d["completion"]["usage"]
     lines[1]["completion"] = "All done."
