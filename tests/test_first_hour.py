@@ -227,3 +227,43 @@ def test_the_state_records_the_settings_and_an_older_state_still_resumes(tmp_pat
     del state["settings"]  # as written before the settings were recorded
     state_path.write_bytes(orjson.dumps(state))
     assert _doc(runner.invoke(app, args).stdout)["status"] == "up-to-date"
+
+
+# ------------------------------------- misreading: a model ctxfold does not know, through a router
+
+
+def _router_log(tmp_path: Path, model: str, counts: list[int]) -> Path:
+    """An OpenRouter-style request log (the shape of fixtures/openai-chat/openrouter-log.jsonl)
+    whose calls the provider counted at ``counts``."""
+    lines, messages = [], [{"role": "system", "content": "You are a coding agent."}]
+    for i, n in enumerate(counts):
+        messages = [*messages, {"role": "user", "content": f"Step {i}: go on with the refactor."}]
+        answer = {"role": "assistant", "content": f"Done with step {i}."}
+        usage = {"prompt_tokens": n, "completion_tokens": 40, "total_tokens": n + 40}
+        completion = {"id": f"gen-{i}", "object": "chat.completion", "model": model, "provider": "Z.AI"}
+        completion["choices"] = [{"index": 0, "finish_reason": "stop", "message": answer}]
+        lines.append({"model": model, "messages": messages, "completion": completion, "usage": usage})
+        messages = [*messages, answer]
+    path = tmp_path / "router.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    return path
+
+
+def test_an_unknown_models_window_is_at_least_what_its_log_counted(tmp_path: Path) -> None:
+    log = _router_log(tmp_path, "z-ai/glm-4.6", [90_000, 160_000, 250_000, 374_120, 371_000])
+    doc = _doc(runner.invoke(app, ["estimate", str(log), "--json", "--no-profile"]).stdout)["files"][0]
+    assert doc["window"] == 374_120 and doc["window_source"] == "the log's largest real count"
+    assert any("real counts reach 374,120 tokens" in w for w in doc["warnings"])
+    report = _doc(runner.invoke(app, ["report", str(log), "--json", "--no-profile"]).stdout)["files"][0]
+    assert report["summary"]["overflows"] == 0  # not "over a 128,000-token window" four times
+    # a window the user gives stands, even under the log's counts
+    given = _doc(runner.invoke(app, ["estimate", str(log), "--json", "--window", "200000"]).stdout)
+    assert given["files"][0]["window"] == 200_000
+
+
+def test_a_known_models_window_gives_way_to_its_logs_counts(tmp_path: Path) -> None:
+    """A Claude model run with its 1M-token option: the registry's 200,000 is a floor it passed."""
+    log = _router_log(tmp_path, "anthropic/claude-sonnet-4", [150_000, 420_000])
+    doc = _doc(runner.invoke(app, ["estimate", str(log), "--json", "--no-profile"]).stdout)["files"][0]
+    assert doc["window"] == 420_000
+    assert any("more than the 200,000-token window of the model registry" in w for w in doc["warnings"])

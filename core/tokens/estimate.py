@@ -137,7 +137,9 @@ def estimate_entries(
     win = setting("window", window, config)
     tok = setting("tokenizer", tokenizer, config).value
 
-    def resolve_as(name: str | None, recorded_window: int | None) -> ResolvedModel:
+    def resolve_as(
+        name: str | None, recorded_window: int | None, observed: int | None = None
+    ) -> ResolvedModel:
         return resolve(
             name,
             window=win.value,
@@ -145,6 +147,7 @@ def estimate_entries(
             recorded_window=recorded_window,
             tokenizer=tok,
             config_models=config.models,
+            observed=observed,
         )
 
     resolved = resolve_as(name, recorded)  # the tokenizer and framing the whole log is counted with
@@ -158,7 +161,9 @@ def estimate_entries(
         if (later.tokenizer, later.provider) == (resolved.tokenizer, resolved.provider):
             name = now
     # the window the log recorded last, unless a flag, the environment or the config file set one
-    resolved = resolve_as(name, replay.context_window or recorded)
+    # the largest prompt the provider answered proves the window is at least that large
+    answered = [q.real for q in replay.requests if q.real is not None and q.real_source == "usage"]
+    resolved = resolve_as(name, replay.context_window or recorded, max(answered, default=None))
     return FileEstimate(
         path=path,
         format=source_format,
