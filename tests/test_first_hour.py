@@ -267,3 +267,22 @@ def test_a_known_models_window_gives_way_to_its_logs_counts(tmp_path: Path) -> N
     doc = _doc(runner.invoke(app, ["estimate", str(log), "--json", "--no-profile"]).stdout)["files"][0]
     assert doc["window"] == 420_000
     assert any("more than the 200,000-token window of the model registry" in w for w in doc["warnings"])
+
+
+# ------------------------- misreading: compact's fixed part against the estimate of the same file
+
+
+@pytest.mark.parametrize("fixture", ["pi/v3-tree.jsonl", "codex/edge-cases.jsonl"])
+def test_compact_never_reads_a_whole_context_as_its_system_prompt(tmp_path: Path, fixture: str) -> None:
+    """Both logs end with an overflow error's count (200,819 and 300,500) over a context they show
+    as a few dozen tokens. compact read that count as the hidden system prompt and tools of the
+    compacted request; now it says the fold cannot help, in numbers estimate agrees with."""
+    path = FIXTURES / fixture
+    est = _doc(runner.invoke(app, ["estimate", str(path), "--json", "--no-profile"]).stdout)["files"][0]
+    result = runner.invoke(app, ["compact", str(path), "--force", "--no-profile", "--out-dir", str(tmp_path)])
+    assert "system prompt and tools alone" not in result.stderr
+    assert (
+        f"the {est['predicted']['tokens']:,} predicted tokens are mostly what the log does not show"
+        in result.stderr
+    )
+    assert f"({est['context_tokens']:,} → " in result.stderr  # what the log shows, as estimate counts it

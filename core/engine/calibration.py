@@ -120,15 +120,18 @@ HISTORY_KEEP = 32  # first point + the latest ones: enough for slopes and fits, 
 
 @dataclass
 class _Base:
-    """(estimate, real) points of the current segment, bounded."""
+    """(estimate, real) points of the current segment, bounded; and the smallest real count of
+    the session (every request sends the system prompt and tools: none is smaller than them)."""
 
     prior: Prior = field(default_factory=Prior)
     history: list[tuple[int, int]] = field(default_factory=list)
+    smallest: int | None = None  # kept across compactions: it is the session's
 
     def observe(self, estimate: int, real: int) -> None:
         self.history.append((estimate, real))
         if len(self.history) > HISTORY_KEEP:
             del self.history[1]
+        self.smallest = real if self.smallest is None else min(self.smallest, real)
 
     def reset(self) -> None:
         self.history.clear()
@@ -164,7 +167,11 @@ class GrowthCalibrator(_Base):
     (``real − ratio × estimate``): the system prompt and tools the log does not show, before
     anything else hidden (such as encrypted reasoning) had piled up. (The ratio of the latest
     steps alone, paired with the first point, read 8.3k of "hidden" prompt off a pi segment
-    whose system prompt is 2.5k.)
+    whose system prompt is 2.5k.) That reading never exceeds the session's smallest real count:
+    every request sends the system prompt and tools, so none is smaller than all of them. A
+    segment whose first count is far more than the log shows (an overflow error's count, or a
+    compaction whose kept messages were not read) would otherwise pass for a hidden prompt of
+    hundreds of thousands of tokens, and ``compact`` would refuse any fold as not fitting.
     """
 
     name: str = "growth"
@@ -203,6 +210,8 @@ class GrowthCalibrator(_Base):
             if e1 - e0 >= SLOPE_MIN_SPAN:  # the line through the segment's first and latest counts
                 ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
             hidden, first = split_first(e0, r0, ratio)
+            if self.smallest is not None:
+                hidden = min(hidden, self.smallest)
             self.prior = Prior(max(0, hidden), ratio, "learned before the last compaction", first)
         self.history.clear()
 
