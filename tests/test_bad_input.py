@@ -148,7 +148,7 @@ def test_missing_file_and_empty_directory(tmp_path: Path) -> None:
     result = runner.invoke(app, ["estimate", str(tmp_path / "nope.jsonl")])
     assert result.exit_code == 1 and "no such file" in result.stderr
     result = runner.invoke(app, ["estimate", str(tmp_path)])
-    assert result.exit_code == 1 and "no *.jsonl" in result.stderr
+    assert result.exit_code == 1 and "no session logs" in result.stderr
 
 
 def test_input_is_never_modified(tmp_path: Path) -> None:
@@ -196,7 +196,10 @@ def test_a_missing_path_among_several_is_named_and_the_rest_are_read(tmp_path: P
     assert r.exit_code == 1
     doc = orjson.loads(r.stdout)
     assert [Path(f["path"]).name for f in doc["files"]] == ["good.jsonl"]
-    assert ["no such file" in f["error"] or "no *.jsonl" in f["error"] for f in doc["failed"]] == [True, True]
+    assert ["no such file" in f["error"] or "no session logs" in f["error"] for f in doc["failed"]] == [
+        True,
+        True,
+    ]
 
 
 @pytest.mark.parametrize(

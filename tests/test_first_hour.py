@@ -286,3 +286,27 @@ def test_compact_never_reads_a_whole_context_as_its_system_prompt(tmp_path: Path
         in result.stderr
     )
     assert f"({est['context_tokens']:,} → " in result.stderr  # what the log shows, as estimate counts it
+
+
+# ------------------------------------------ folders: Gemini CLI's saved chats, not other JSON
+
+
+def test_a_folder_run_finds_gemini_saved_chats_but_no_other_json(tmp_path: Path) -> None:
+    chats = tmp_path / "gemini" / "tmp" / "abc" / "chats"
+    chats.mkdir(parents=True)
+    chat = _copy(
+        FIXTURES / "real" / "gemini-cli-pomodoro-timer.json", chats, "session-2025-10-21T20-04-0b23371a.json"
+    )
+    log = _copy(SAMPLE, tmp_path, "claude.jsonl")
+    (tmp_path / "package.json").write_text('{"name": "app", "version": "1.0.0"}\n')
+    (tmp_path / "settings.json").write_text('{"sessionId": "not a chat"}\n')
+    out = tmp_path / "out"
+    runner.invoke(app, ["compact", str(log), "--window", "24000", "--out-dir", str(out)])
+    assert (out / "claude.ctxfold.json").exists()  # a state file in the folder: not a session
+    for command in ("estimate", "report", "validate"):
+        result = runner.invoke(app, [command, str(tmp_path), "--json"])
+        assert result.exit_code == 0, (command, result.output)
+        doc = _doc(result.stdout)
+        paths = sorted(f["path"] for f in doc["files"])
+        assert paths == sorted([str(chat), str(log), str(out / "claude.compacted.jsonl")]), command
+        assert doc["failed"] == []
