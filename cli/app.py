@@ -13,6 +13,7 @@ from ctxfold.cli import compact_cmds
 from ctxfold.cli.errors import DEBUG_VAR, EXIT_FAILURE, attributed, handle_errors
 from ctxfold.cli.options import (
     BufferOpt,
+    ByOpt,
     CalibrationOpt,
     Files,
     FormatOpt,
@@ -149,18 +150,21 @@ def report(
             "--fail-on", help="Exit 3 when compaction fires (compact) or a request overflowed (overflow)."
         ),
     ] = None,
+    by: ByOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
-    from ctxfold.cli import render, render_report
+    from ctxfold.cli import render, render_report, render_usage
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand, read_each
+    from ctxfold.cli.options import check_by
     from ctxfold.config import load_config
     from ctxfold.engine.calibration import make_calibrator
     from ctxfold.engine.profile import Profiles
     from ctxfold.engine.replay import Report, report_file
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import to_dict, totals
+    from ctxfold.engine.usage import session_usage, table_doc
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
     from ctxfold.settings import effective
@@ -170,6 +174,7 @@ def report(
         raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}{hint.split(' (known')[0]}")
     if brief and all_rows:
         raise UsageError("--brief prints one line per file, --all every request of one: give one of them")
+    check_by(by, brief=brief, all_rows=all_rows)
     config = load_config()
     profiles = None if no_profile else Profiles()  # read once, saved once, for every file
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
@@ -193,7 +198,7 @@ def report(
                 calibration=calibration,
                 max_tokens=max_tokens,
                 buffer=buffer,
-                simulate=simulate_compaction,
+                simulate=simulate_compaction or bool(plot),  # the plot draws the compacted run too
                 profiles=profiles,
                 config=config,
                 on_progress=on_progress,
@@ -212,6 +217,8 @@ def report(
         draw(reports[0], plot)
     if json_out:
         docs = [to_dict(r) for r in reports]
+        for doc, r in zip(docs, reports, strict=True):  # tokens by how they are billed, dates
+            doc["usage"] = session_usage(r.estimate, r.prices)
         if explain:  # the arithmetic of each file's last decision, as the terminal shows it
             for doc, r in zip(docs, reports, strict=True):
                 doc["explain"] = [{"label": k, "text": v} for k, v in explain_lines(r)]
@@ -223,10 +230,13 @@ def report(
                 "files": docs,
                 "failed": failed,
                 "totals": totals(reports, [d["summary"] for d in docs]),
+                **({"by": table_doc([r.estimate for r in reports], by, config.prices)} if by else {}),
             }
         )
     else:
-        if brief and reports:
+        if by and reports:
+            render_usage.by([r.estimate for r in reports], by)
+        elif brief and reports:
             render_report.brief(reports)
         elif reports:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)

@@ -45,3 +45,26 @@ MaxTokensOpt = Annotated[
 NoProfileOpt = Annotated[
     bool, typer.Option("--no-profile", help="Ignore (and do not update) the learned profile.")
 ]
+ByOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--by",
+        help="Totals per day, project or session (tokens by how they are billed, cost) instead of the replay.",
+    ),
+]
+BY_CHOICES = ("day", "project", "session")
+
+
+def check_by(by: str | None, *, brief: bool, all_rows: bool) -> None:
+    from ctxfold.errors import UsageError
+    from ctxfold.names import did_you_mean
+
+    if by is None:
+        return
+    if by not in BY_CHOICES:
+        hint = did_you_mean(by, list(BY_CHOICES)).split(" (known")[0]
+        raise UsageError(f"--by takes day, project or session, not {by!r}{hint}")
+    if brief or all_rows:
+        raise UsageError(
+            f"--by prints a table of totals; --{'brief' if brief else 'all'} another view: give one"
+        )

@@ -42,6 +42,7 @@ def sparkline(values: Sequence[int], top: int, width: int = 60) -> str:
 def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: str | None) -> None:
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import summary
+    from ctxfold.engine.usage import session_usage
 
     sums = []
     for rep in reports:
@@ -87,6 +88,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         facts.append(("late", f"{s['late']} (real ≥ threshold while ctxfold said no)"))
         facts.append(("early", f"{s['early']}   overflows (real > the model's window): {s['overflows']}"))
         facts.append(("sent", _sent(s)))
+        facts.append(("billed", render_cost.billed(session_usage(est, rep.prices))))
         facts.append(("cost", render_cost.recorded(s["cost"])))
         if s["simulation"] is not None:
             sim = s["simulation"]

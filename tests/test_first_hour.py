@@ -310,3 +310,96 @@ def test_a_folder_run_finds_gemini_saved_chats_but_no_other_json(tmp_path: Path)
         paths = sorted(f["path"] for f in doc["files"])
         assert paths == sorted([str(chat), str(log), str(out / "claude.compacted.jsonl")]), command
         assert doc["failed"] == []
+
+
+# ------------------------------------------- 6. report totals per day, project and session
+
+
+@pytest.fixture
+def tz(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    import time
+
+    def set_zone(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.delenv("TZ", raising=False)
+    time.tzset()
+
+
+def _by(args: list[str]) -> dict:
+    result = runner.invoke(app, ["report", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return _doc(result.stdout)
+
+
+def test_report_by_session_adds_up_to_what_the_report_prices(tmp_path: Path) -> None:
+    logs = [_copy(SAMPLE, tmp_path), _copy(FIXTURES / "real" / "litellm-sonnet4-requests.jsonl", tmp_path)]
+    doc = _by([str(tmp_path), "--by", "session"])
+    rows, total = doc["by"]["rows"], doc["by"]["total"]
+    assert [r["key"] for r in rows] == [str(p) for p in sorted(logs)]
+    for row, file in zip(rows, doc["files"], strict=True):
+        assert row["cost_usd"] == pytest.approx(file["summary"]["cost"]["recorded"]["total"], abs=1e-4)
+        assert (
+            row["calls"] == file["usage"]["calls"] and row["output_tokens"] == file["usage"]["output_tokens"]
+        )
+    for key in (
+        "calls",
+        "input_tokens",
+        "output_tokens",
+        "cache_write_tokens",
+        "cache_read_tokens",
+        "total_tokens",
+    ):
+        assert total[key] == sum(r[key] for r in rows), key
+    for r in rows:
+        parts = r["input_tokens"] + r["output_tokens"] + r["cache_write_tokens"] + r["cache_read_tokens"]
+        assert r["total_tokens"] == parts and r["output_tokens"] > 0 and r["first"] <= r["last"]
+
+
+def test_report_by_day_uses_the_local_date_of_each_call(tmp_path: Path, tz) -> None:  # type: ignore[no-untyped-def]
+    """The bundled session ran from 00:52 to 01:02 UTC on 3 September 2025: that is the 2nd in
+    New York."""
+    tz("UTC")
+    assert [r["key"] for r in _by([str(SAMPLE), "--by", "day"])["by"]["rows"]] == ["2025-09-03"]
+    tz("America/New_York")
+    doc = _by([str(SAMPLE), "--by", "day"])
+    assert [r["key"] for r in doc["by"]["rows"]] == ["2025-09-02"]
+    text = runner.invoke(app, ["report", str(SAMPLE), "--by", "day"]).stdout
+    assert "2025-09-02" in text and "total" in text and "cache read" in text and "$2.39" in text
+
+
+def test_report_by_project_groups_sessions_by_their_folder(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for d in (a, b):
+        _copy(FIXTURES / "real" / "litellm-sonnet4-requests.jsonl", d, "one.jsonl")
+    _copy(FIXTURES / "real" / "litellm-sonnet4-requests.jsonl", a, "two.jsonl")
+    rows = _by([str(tmp_path), "--by", "project"])["by"]["rows"]
+    assert {r["key"]: (r["sessions"], r["calls"]) for r in rows} == {str(a): (2, 12), str(b): (1, 6)}
+
+
+def test_report_by_says_what_it_takes() -> None:
+    result = runner.invoke(app, ["report", str(SAMPLE), "--by", "week"])
+    assert result.exit_code == 2 and "day, project or session" in result.stderr
+    result = runner.invoke(app, ["report", str(SAMPLE), "--by", "day", "--all"])
+    assert result.exit_code == 2
+
+
+def test_the_plot_draws_the_compacted_run_beside_the_real_one(tmp_path: Path) -> None:
+    """--plot runs the simulation itself and draws it: the predicted sizes of the run with
+    ctxfold compacting, and the log's real counts less what the compactions removed."""
+    pytest.importorskip("matplotlib")
+    log = FIXTURES / "real" / "litellm-sonnet4-requests.jsonl"
+    out = tmp_path / "plot.svg"
+    result = runner.invoke(app, ["report", str(log), "--no-profile", "--window", "8000", "--plot", str(out)])
+    assert result.exit_code == 0, result.output
+    svg = out.read_text()
+    for label in (
+        "with ctxfold compacting (predicted)",
+        "with ctxfold compacting (real, less what it removed)",
+    ):
+        assert f"<!-- {label} -->" in svg, label
+    assert "<!-- simulated compaction -->" in svg
+    assert "1 compaction(s) needed at requests #4" in result.stdout

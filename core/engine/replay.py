@@ -100,6 +100,9 @@ class Simulation:
     # keeps it), and the summarizer's input; after it, the real tokens no longer sent
     fired: dict[int, Fired] = field(default_factory=dict)
     removed: dict[int, int] = field(default_factory=dict)
+    # (request, predicted, real) of each request as the simulated run sends it (the compacted
+    # request at a firing; real: the log's count less what was removed), for the plot
+    series: list[tuple[int, int, int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -214,7 +217,9 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
             sim.fired[q.index] = Fired(after, min(cal.predict(q.fixed).tokens, after), prompt)
             base, base_elided = body, q.elided  # everything up to here is folded into the summary
             sim.prompt_tokens += after  # the log's real count was for the uncompacted request
+            sim.series.append((q.index, after, None))
         else:
+            sim.series.append((q.index, predicted, sim_real))
             sim.prompt_tokens += sim_real if sim_real is not None else predicted
             if q.real is not None and sim_real is not None and removed:
                 sim.removed[q.index] = q.real - sim_real

@@ -55,6 +55,7 @@ class Request:
     segment: int = 0  # bumps at every recorded compaction or reset
     first_in_segment: bool = False
     usage: Usage | None = None  # the provider's whole record (output, cache writes: for cost)
+    timestamp: str | None = None  # when the answer carrying the usage was logged
 
     @property
     def cache_read(self) -> int:
@@ -92,6 +93,7 @@ class Replay:
     # calls that are billed but are no request of the main context: sub-agents' calls, and
     # responses cut short (an aborted stream: its usage is not a real count, but it was billed)
     other_calls: list[Usage] = field(default_factory=list)
+    other_times: list[str | None] = field(default_factory=list)  # each other call's timestamp
     per_request: int = 0
     segment: int = 0  # of the context now: recorded compactions and resets so far
 
@@ -183,6 +185,7 @@ class SessionCounter:
                 s.side_requests += 1
             if msg.usage is not None and (msg.usage.prompt_tokens or msg.usage.output_tokens):
                 s.other_calls.append(msg.usage)
+                s.other_times.append(msg.timestamp)
             return
         if msg.role != "assistant":
             self._in_run = False
@@ -192,12 +195,14 @@ class SessionCounter:
             self._open_request(msg.model)
         if msg.usage is not None and not msg.usage.final and msg.usage.prompt_tokens > 0:
             s.other_calls.append(msg.usage)
+            s.other_times.append(msg.timestamp)
         # a prompt of 0 tokens was never sent: an aborted response's, or the zeroed usage of a
         # message kept across a compaction (its count described the context before it)
         if msg.usage is not None and msg.usage.final and msg.usage.prompt_tokens > 0:
             req = s.requests[-1]
             req.real, req.real_source = msg.usage.prompt_tokens, "usage"
             req.usage = msg.usage
+            req.timestamp = msg.timestamp
             req.model = msg.usage.model or msg.model or req.model
             if msg.usage.context_window:
                 req.context_window = s.context_window = msg.usage.context_window

@@ -178,7 +178,10 @@ class Reader:
                 resp, where = {**resp, "usage": d["usage"]}, "usage"  # the log line's usage of the call
             if "model" not in resp and isinstance(d.get("model"), str):
                 resp = {**resp, "model": d["model"]}
-            out.append(self._response(resp, line, where))
+            answer = self._response(resp, line, where)
+            if resp is not d and isinstance(d.get("timestamp"), str):  # a request log's time of the call
+                answer = replace(answer, timestamp=d["timestamp"])
+            out.append(answer)
             self._responded = "messages" in req
         err = d.get("error")
         if isinstance(err, dict):
