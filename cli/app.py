@@ -11,6 +11,7 @@ import typer
 
 from ctxfold.cli import compact_cmds
 from ctxfold.cli.errors import DEBUG_VAR, EXIT_FAILURE, attributed, handle_errors
+from ctxfold.cli.help import HelpCommand, HelpGroup
 from ctxfold.cli.options import (
     BufferOpt,
     ByOpt,
@@ -31,7 +32,9 @@ app = typer.Typer(
     help="Keep LLM-agent conversations inside the model's context window.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,  # handle_errors prints one line; --debug the traceback
+    rich_markup_mode=None,  # plain help and usage errors (cli/help.py), no Rich at start-up
+    cls=HelpGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -64,7 +67,7 @@ def _root(
         os.environ[DEBUG_VAR] = "1"
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @handle_errors
 def estimate(
     files: Files,
@@ -76,7 +79,12 @@ def estimate(
     no_profile: NoProfileOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Estimate the tokens of the request the model sees now, next to the real counts."""
+    """Count the tokens of the next request and predict its real size.
+
+    The context as it stands after the last line, split by part (system prompt, tools, user,
+    assistant, tool calls and results, media), its largest messages, the last count the provider
+    reported next to ctxfold's, and the next request's predicted size against the window.
+    """
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand, read_each
     from ctxfold.config import load_config
@@ -116,7 +124,7 @@ def estimate(
         raise SystemExit(EXIT_FAILURE)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @handle_errors
 def report(
     files: Files,
@@ -142,18 +150,30 @@ def report(
         bool, typer.Option("--brief", help="One line per file, then the totals (for folders of sessions).")
     ] = False,
     plot: Annotated[
-        str | None, typer.Option("--plot", help="Draw tokens over requests to OUT.svg, .png or .html.")
+        str | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="Draw the run, and the run with ctxfold compacting, to FILE (.svg, .png or .html).",
+        ),
     ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
-            "--fail-on", help="Exit 3 when compaction fires (compact) or a request overflowed (overflow)."
+            "--fail-on",
+            metavar="[compact|overflow]",
+            help="Exit 3 when compaction fires (compact) or a request went over the window (overflow).",
         ),
     ] = None,
     by: ByOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
+    """Replay sessions request by request, or total their usage.
+
+    For each request: ctxfold's count, its prediction, the provider's real count, the threshold
+    and the decision; where compaction would first fire, late and early decisions, overflows and
+    the cost. --by totals tokens and cost per day, project or session instead.
+    """
     from ctxfold.cli import render, render_report, render_usage
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand, read_each
@@ -249,14 +269,19 @@ def report(
         raise SystemExit(EXIT_CONDITION)
 
 
-profile_app = typer.Typer(help="The learned per-source profile (hidden prompt size and tokenizer ratio).")
+profile_app = typer.Typer(
+    help="What ctxfold learned from the sessions it read.\n\nPer log source and model: the size of "
+    "the prompt the harness sends but does not log, and the tokenizer ratio.",
+    cls=HelpGroup,
+    rich_markup_mode=None,
+)
 app.add_typer(profile_app, name="profile")
 
 
-@profile_app.command("show")
+@profile_app.command("show", cls=HelpCommand)
 @handle_errors
 def profile_show(json_out: JsonOpt = False) -> None:
-    """Show what was learned per log source and model."""
+    """Show what was learned, per log source and model."""
     from ctxfold.cli import render
     from ctxfold.engine.profile import BUILTIN, Profiles
 
@@ -276,7 +301,7 @@ def profile_show(json_out: JsonOpt = False) -> None:
         render.profile(profiles)
 
 
-@profile_app.command("reset")
+@profile_app.command("reset", cls=HelpCommand)
 @handle_errors
 def profile_reset(json_out: JsonOpt = False) -> None:
     """Forget everything learned."""
@@ -291,7 +316,7 @@ def profile_reset(json_out: JsonOpt = False) -> None:
         render.out.print(f"profile {'removed' if existed else 'was already empty'}: {profiles.path}")
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def version(json_out: JsonOpt = False) -> None:
     """Print the version."""
     from ctxfold import __version__
@@ -304,9 +329,9 @@ def version(json_out: JsonOpt = False) -> None:
         print(f"ctxfold {__version__}")
 
 
-app.command()(compact_cmds.compact)
-app.command()(compact_cmds.validate)
-app.command("config")(compact_cmds.show_config)
+app.command(cls=HelpCommand)(compact_cmds.compact)
+app.command(cls=HelpCommand)(compact_cmds.validate)
+app.command("config", cls=HelpCommand)(compact_cmds.show_config)
 
 
 def main() -> None:

@@ -403,3 +403,63 @@ def test_the_plot_draws_the_compacted_run_beside_the_real_one(tmp_path: Path) ->
         assert f"<!-- {label} -->" in svg, label
     assert "<!-- simulated compaction -->" in svg
     assert "1 compaction(s) needed at requests #4" in result.stdout
+
+
+# ------------------------------------------------------------- 2. help that reads like git's
+
+
+def _commands() -> list[list[str]]:
+    import typer.main
+
+    out: list[list[str]] = [[]]
+    root = typer.main.get_command(app)
+    for name, cmd in root.commands.items():  # type: ignore[attr-defined]
+        out.append([name])
+        out.extend([name, sub] for sub in getattr(cmd, "commands", {}))
+    return out
+
+
+@pytest.mark.parametrize("path", _commands(), ids=lambda p: " ".join(p) or "ctxfold")
+def test_every_help_reads_like_git_and_names_no_internal_thing(path: list[str]) -> None:
+    result = runner.invoke(app, [*path, "-h"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for tag in ("<str>", "<bool>", "<int", "<float", "<list", "{file", "x>=", "seeds", "the seed"):
+        assert tag not in text, tag
+    usage = text.splitlines()[0]
+    assert usage.startswith(f"Usage: ctxfold {' '.join(path)}".rstrip() + " ") and "[OPTIONS]" in usage
+    assert "Examples:" in text and "\n  ctxfold " in text.split("Examples:", 1)[1]
+    assert "\n\n  " in text  # what the command does, under its usage line
+
+
+def test_choices_are_listed_as_choices_and_defaults_shown() -> None:
+    report = runner.invoke(app, ["report", "-h"]).stdout
+    for choices in (
+        "[o200k|cl100k|heuristic]",
+        "[growth|affine|seed]",
+        "[compact|overflow]",
+        "[day|project|session]",
+    ):
+        assert choices in report, choices
+    assert "Usage: ctxfold report [OPTIONS] FILE..." in report
+    compact = " ".join(runner.invoke(app, ["compact", "-h"]).stdout.split())
+    assert "-s, --strategy [summary|sliding-window|mask-observations]" in compact
+    assert "[default: summary]" in compact and "[default: offline]" in compact and "--window N" in compact
+    assert "Usage: ctxfold compact [OPTIONS] FILE" in compact
+
+
+def test_the_format_names_in_help_are_the_registry_s() -> None:
+    from ctxfold.cli.options import FORMAT_NAMES
+    from ctxfold.formats.registry import FORMATS
+
+    assert sorted(FORMAT_NAMES) == sorted(FORMATS)
+
+
+def test_help_imports_no_rich() -> None:
+    """Plain help: ``ctxfold --help`` starts without Rich (and its Markdown parser)."""
+    import subprocess
+    import sys
+
+    code = "import sys; from ctxfold.cli.app import main; sys.argv=['ctxfold','--help']\ntry: main()\nexcept SystemExit: pass\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'markdown_it')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
