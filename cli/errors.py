@@ -63,9 +63,10 @@ SKIP_HINT = "--skip-invalid leaves bad lines out and reads on"
 
 def with_hint(err: CtxfoldError, *, skipping: bool = False) -> str:
     """The error's line, and for a bad line of a log the way past it: one upstream-broken line
-    in a long session should not be the end of the road."""
+    in a long session should not be the end of the road. Not for a first line: a file that does
+    not start as a log (a README, a binary) is no log to read past."""
     text = str(err)
-    if isinstance(err, LineError) and not skipping:
+    if isinstance(err, LineError) and err.line > 1 and not skipping:
         return f"{text} ({SKIP_HINT})"
     return text
 

@@ -463,3 +463,12 @@ def test_help_imports_no_rich() -> None:
     code = "import sys; from ctxfold.cli.app import main; sys.argv=['ctxfold','--help']\ntry: main()\nexcept SystemExit: pass\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'markdown_it')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_a_file_that_is_no_log_gets_no_advice_to_read_past_it(tmp_path: Path) -> None:
+    """--skip-invalid helps past a broken line of a log; a README's first line says it is no log."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# My project\n\nNotes.\n")
+    result = runner.invoke(app, ["estimate", str(readme)])
+    assert result.exit_code == 1 and f"{readme}:1: not valid JSON" in result.stderr
+    assert "--skip-invalid" not in result.stderr
