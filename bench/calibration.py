@@ -28,6 +28,7 @@ from pathlib import Path
 from estimate import REAL  # the same fixtures folder (and CTXFOLD_REAL_FIXTURES) as the other benches
 
 from ctxfold.engine.calibration import CALIBRATORS, PROVIDER_RATIO, Prior
+from ctxfold.engine.now import with_prompt
 from ctxfold.engine.profile import (
     Profiles,
     default_prior,
@@ -38,6 +39,7 @@ from ctxfold.engine.profile import (
 )
 from ctxfold.engine.replay import replay
 from ctxfold.tokens.estimate import FileEstimate, estimate_file
+from ctxfold.tokens.harness_prompts import HarnessPrompt
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -54,10 +56,19 @@ def load_all(root: Path) -> dict[str, tuple[FileEstimate, FileEstimate]]:
     return out
 
 
-def loo_profiles(files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path) -> Profiles:
-    prof = Profiles(tmp / "profile.json")
+def prompt_of(est: FileEstimate, measured: bool) -> HarnessPrompt | None:
+    return est.harness_prompt if measured else None
+
+
+def loo_profiles(
+    files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path, measured: bool = True
+) -> Profiles:
+    prof = Profiles(tmp / f"profile-{measured}.json")
     for name, (est, _) in files.items():
-        obs = observe_session(est.requests, est.model.provider)
+        hp = prompt_of(est, measured)
+        obs = observe_session(
+            est.requests, est.model.provider, hp.tokens if hp else 0, hp.family if hp else None
+        )
         if obs:
             prof.learn(
                 key_for(est.format, est.model.name),
@@ -70,7 +81,11 @@ def loo_profiles(files: dict[str, tuple[FileEstimate, FileEstimate]], tmp: Path)
 
 
 def evaluate(
-    files: dict[str, tuple[FileEstimate, FileEstimate]], prof: Profiles, calibration: str, prior_from: str
+    files: dict[str, tuple[FileEstimate, FileEstimate]],
+    prof: Profiles,
+    calibration: str,
+    prior_from: str,
+    measured: bool = True,
 ) -> dict:
     after, first, big, unders = [], [], [], []
     late = n_under2 = 0
@@ -78,16 +93,19 @@ def evaluate(
         source = heur if calibration == "seed" else est
         key = key_for(est.format, est.model.name)
         if prior_from == "profile":
+            hp = prompt_of(est, measured)
             prior = prof.prior(
                 key,
                 est.model.provider,
                 exclude=session_key(name, None),
                 project=project_key(est.replay.project),
+                family=hp.family if hp else None,
             )
         elif prior_from == "built-in":
             prior = default_prior(est.format, est.model.provider)
         else:
-            prior = Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0))
+            prior = Prior(0, PROVIDER_RATIO.get(est.model.provider, 1.0), "provider ratio")
+        prior = with_prompt(prior, prompt_of(est, measured))
         rep = replay(source, calibration=calibration, prior=prior)
         prev = None
         for row in rep.rows:
@@ -108,7 +126,7 @@ def evaluate(
     worst = min(unders) if unders else (0.0, 0, "", 0)
     return {
         "calibration": calibration,
-        "prior": prior_from,
+        "prior": prior_from + ("" if measured else ", prompts not measured"),
         "requests_after_first": len(after),
         "median_pct": round(statistics.median(after) * 100, 2) if after else None,
         "p90_pct": round(pct(after, 0.9) * 100, 2),
@@ -125,20 +143,32 @@ def evaluate(
 
 
 def print_observations(files: dict[str, tuple[FileEstimate, FileEstimate]]) -> None:
+    """Per session: its hidden overhead before and after the measured prompt of its harness
+    version, and its ratio; per format the medians (``profile.BUILTIN`` records those of the
+    overhead beyond the measured prompt)."""
     by_format: dict[str, list[tuple[int, float]]] = {}
     for name, (est, _) in files.items():
-        obs = observe_session(est.requests, est.model.provider)
-        if obs is None:
+        plain = observe_session(est.requests, est.model.provider)
+        hp = est.harness_prompt
+        obs = observe_session(est.requests, est.model.provider, hp.tokens if hp else 0)
+        if obs is None or plain is None:
             continue
         by_format.setdefault(est.format, []).append((obs.overhead, obs.ratio))
+        measured = (
+            f"measured {hp.tokens:>6,} ({hp.version}{', ' + hp.variant if hp.variant != 'default' else ''})"
+            if hp
+            else " " * 28
+        )
         print(
-            f"{name:<55} {key_for(est.format, est.model.name):<30} hidden {obs.overhead:>7,}  ratio {obs.ratio:.4f}"
+            f"{name:<55} hidden {plain.overhead:>7,}  {measured}  beyond it {obs.overhead:>7,}  ratio {obs.ratio:.4f}"
         )
     print()
     for fmt, obs in sorted(by_format.items()):
         overhead = statistics.median(o for o, _ in obs)
         ratio = statistics.median(r for _, r in obs)
-        print(f"{fmt:<12} {len(obs)} session(s): median hidden {overhead:,.0f}, median ratio {ratio:.4f}")
+        print(
+            f"{fmt:<12} {len(obs)} session(s): median beyond the measured prompt {overhead:,.0f}, median ratio {ratio:.4f}"
+        )
 
 
 def main() -> None:
@@ -159,6 +189,8 @@ def main() -> None:
         prof = loo_profiles(files, Path(d))
         results = [evaluate(files, prof, name, "profile") for name in CALIBRATORS]
         results += [evaluate(files, prof, "growth", p) for p in ("built-in", "nothing")]
+        plain = loo_profiles(files, Path(d), measured=False)
+        results += [evaluate(files, plain, "growth", p, measured=False) for p in ("profile", "nothing")]
     if args.json:
         print(json.dumps(results, indent=2))
         return

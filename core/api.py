@@ -94,7 +94,7 @@ def report(
 
     >>> r = ctxfold.report("fixtures/real/claude-code-sidechains.jsonl", window=24_000)
     >>> r.policy.threshold, len(r.rows), r.first_fire.index
-    (19200, 9, 0)
+    (19200, 9, 5)
     """
     from ctxfold.engine.replay import report_file
 

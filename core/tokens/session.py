@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
+from ctxfold.tokens.harness_prompts import LogFacts
 from ctxfold.tokens.parallel import Counting
 from ctxfold.transcript.model import (
     ApiError,
@@ -94,6 +95,7 @@ class Replay:
     other_calls: list[Usage] = field(default_factory=list)
     per_request: int = 0
     segment: int = 0  # of the context now: recorded compactions and resets so far
+    facts: LogFacts = field(default_factory=LogFacts)  # the harness version and what else it shows
 
     @property
     def context_total(self) -> int:
@@ -151,7 +153,10 @@ class SessionCounter:
 
     def _apply(self, buf: list[Entry], message_counts: list[MessageCount]) -> None:
         counts = iter(message_counts)
+        facts = self.state.facts
         for e in buf:
+            if not facts.done:
+                facts.see(e)
             if self._held_summary is not None and not isinstance(e, (Message, ContextUpdate)):
                 self._release_summary()
             if isinstance(e, Message):
