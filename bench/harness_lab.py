@@ -500,3 +500,65 @@ def _logged_answer(h: Harness, home: Path) -> bool:
         except OSError:
             pass
     return False
+
+
+def run_two_prompts(
+    h: Harness,
+    binary: Path,
+    script: list[Reply],
+    prompts: tuple[str, str],
+    *,
+    after_calls: int,
+    env: dict[str, str] | None = None,
+    home: Path,
+    setup: Callable[[Path], None] | None = None,
+    timeout: float = 120,
+) -> Session:
+    """Gemini CLI in its terminal UI (``-i``): the first prompt, then, once ``after_calls`` model
+    calls are answered, a second prompt typed in. A harness that checks its count only when a
+    user turn starts (Gemini CLI compresses then) needs that second turn."""
+    project = home / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=DONE) as srv:
+        node_bin = str(Path(shutil.which("node") or "node").parent)
+        full_env = {
+            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(home),
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+            **h.configure(home, srv.url),
+        }
+        if setup is not None:
+            setup(home)
+        full_env.update(env or {})
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(project)
+            os.execve(str(binary), [str(binary), "-i", prompts[0]], full_env)
+        screen = b""
+        start = time.monotonic()
+        typed: float | None = None
+        try:
+            while time.monotonic() - start < timeout:
+                ready, _, _ = select.select([fd], [], [], 0.3)
+                if ready:
+                    try:
+                        screen += os.read(fd, 65536)[-200_000:]
+                    except OSError:
+                        break
+                answered = [r for r in srv.requests if r.model_call and not r.side]
+                if typed is None and len(answered) >= after_calls:
+                    time.sleep(3)  # let the answer render and the prompt come back
+                    os.write(fd, prompts[1].encode())
+                    time.sleep(0.5)
+                    os.write(fd, b"\r")
+                    typed = time.monotonic()
+                if typed is not None and time.monotonic() - typed > 15:
+                    break
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        requests = list(srv.requests)
+    logs = sorted(p for p in home.glob(h.logs) if p.is_file())
+    return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")

@@ -141,6 +141,15 @@ def report(
             "--fail-on", help="Exit 3 when compaction fires (compact) or a request overflowed (overflow)."
         ),
     ] = None,
+    trigger: Annotated[
+        str | None,
+        typer.Option(
+            "--trigger",
+            help="Also replay under a harness's own compaction rule: claude-code, codex, pi or "
+            "gemini-cli, optionally NAME:SETTING=VALUE (claude-code:pct=80, codex:limit=200000, "
+            "pi:reserve=30000, gemini-cli:threshold=0.7).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
@@ -153,6 +162,7 @@ def report(
     from ctxfold.engine.replay import Report, report_file
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import to_dict, totals
+    from ctxfold.engine.triggers import parse_trigger
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
     from ctxfold.settings import effective
@@ -162,6 +172,8 @@ def report(
         raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}{hint.split(' (known')[0]}")
     if brief and all_rows:
         raise UsageError("--brief prints one line per file, --all every request of one: give one of them")
+    if trigger:
+        parse_trigger(trigger)  # a typo fails before any file is read
     config = load_config()
     profiles = None if no_profile else Profiles()  # read once, saved once, for every file
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
@@ -189,6 +201,7 @@ def report(
                 profiles=profiles,
                 config=config,
                 on_progress=on_progress,
+                trigger=trigger,
             )
 
     with attributed(settings):

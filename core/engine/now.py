@@ -140,7 +140,7 @@ def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIB
             cal.reset()
             segment = q.segment
         if q.real is not None:
-            cal.observe(q.estimate, q.real)
+            cal.observe(q.estimate, q.real, q.server_tools_after)
     if est.replay.segment != segment:
         cal.reset()
     return cal
@@ -148,7 +148,7 @@ def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIB
 
 def predict_now(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Prediction:
     """The real size of the context now, i.e. of the next request."""
-    return calibrated(est, prior, calibration).predict(est.context_tokens)
+    return calibrated(est, prior, calibration).predict(est.context_tokens, est.replay.server_tools)
 
 
 def estimate_doc(

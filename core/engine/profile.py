@@ -14,6 +14,7 @@ holds a session of a log format, the shipped prior of that format (``BUILTIN``) 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,6 +91,7 @@ class Observation:
     # the measured prompt's variant and harness generation (HarnessPrompt.family) the overhead
     # was learned beyond; sessions of the same family are the peers of a new one
     family: str | None = None
+    server_tool: int | None = None  # real tokens a server-side tool call (web search) added
 
 
 def observe_session(
@@ -101,11 +103,8 @@ def observe_session(
     system prompt and tools for its version, ``FileEstimate.harness_prompt``): the overhead
     learned is then what the session sent beyond it (its memory files, MCP servers, hooks),
     which may be less than nothing when the user's setup sends less than the measured default."""
-    points = [
-        (r.estimate, r.real)
-        for r in requests
-        if r.segment == 0 and r.real is not None and r.real_source == "usage"
-    ]
+    counted = [r for r in requests if r.segment == 0 and r.real is not None and r.real_source == "usage"]
+    points = [(r.estimate, r.real) for r in counted]
     if not points:
         return None
     # The first-to-last slope, not the calibrator's median step: what the profile needs is the
@@ -116,10 +115,22 @@ def observe_session(
     (e0, r0), (e1, r1) = points[0], points[-1]
     if e1 - e0 >= SLOPE_MIN_SPAN:
         ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
+    server = _server_tool(counted, ratio)
     if prompt:
-        return Observation(int(r0 - ratio * (e0 + prompt)), round(ratio, 4), None, family)
+        return Observation(int(r0 - ratio * (e0 + prompt)), round(ratio, 4), None, family, server)
     hidden, first = split_first(e0, r0, ratio)
-    return Observation(max(0, hidden), round(ratio, 4), first)
+    return Observation(max(0, hidden), round(ratio, 4), first, None, server)
+
+
+def _server_tool(counted: Sequence[Request], ratio: float) -> int | None:
+    """The median of what each server-side tool call (web search) added to the real count
+    beyond the tokenizer's growth, over the steps that made such calls; None without any."""
+    per_call = [
+        (b.real - a.real - ratio * (b.estimate - a.estimate)) / (b.server_tools_after - a.server_tools_after)
+        for a, b in itertools.pairwise(counted)
+        if a.real is not None and b.real is not None and b.server_tools_after > a.server_tools_after
+    ]
+    return max(0, round(statistics.median(per_call))) if per_call else None
 
 
 class Profiles:
@@ -182,6 +193,7 @@ class Profiles:
                     and number(v.get("overhead"))
                     and number(v.get("ratio"))
                     and number(v.get("first_ratio", 0))
+                    and number(v.get("server_tool", 0))
                     and all(isinstance(v.get(k, ""), str) for k in ("provider", "project"))
                 ):
                     return f"a session of {key!r} is malformed"
@@ -213,6 +225,8 @@ class Profiles:
             sessions[session]["project"] = project
         if obs.family is not None:
             sessions[session]["family"] = obs.family
+        if obs.server_tool is not None:
+            sessions[session]["server_tool"] = obs.server_tool
         while len(sessions) > MAX_SESSIONS:
             sessions.pop(next(iter(sessions)))
 
@@ -278,7 +292,11 @@ class Profiles:
             overhead = int(statistics.median(peers)) if len(peers) >= MIN_SESSIONS else 0
             beyond = f"{len(peers)} of its generation" if len(peers) >= MIN_SESSIONS else "nothing beyond it"
             source += f"; {beyond}"
-        return Prior(overhead, ratio, source, None if first == ratio else first)
+        searched = [
+            v["server_tool"] for v in sessions(same_format) if isinstance(v.get("server_tool"), (int, float))
+        ]
+        server = int(statistics.median(searched)) if searched else 0
+        return Prior(overhead, ratio, source, None if first == ratio else first, server)
 
     def _provider_prior(self, fmt: str, provider: str, exclude: str | None) -> Prior:
         """A format never read yet: its shipped prior, else no hidden overhead and the tokenizer
