@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ctxfold.cli import compact_cmds
-from ctxfold.cli.errors import EXIT_FAILURE, attributed, handle_errors
+from ctxfold.cli.errors import DEBUG_VAR, EXIT_FAILURE, attributed, handle_errors
 from ctxfold.cli.options import (
     BufferOpt,
     CalibrationOpt,
@@ -51,8 +51,16 @@ def _root(
             "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show the traceback of an internal error (a bug) instead of one line."),
+    ] = False,
 ) -> None:
     """Keep LLM-agent conversations inside the model's context window."""
+    if debug:
+        import os
+
+        os.environ[DEBUG_VAR] = "1"
 
 
 @app.command()

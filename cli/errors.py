@@ -23,6 +23,17 @@ EXIT_CONDITION = 3  # --fail-on: the asked-for condition was met
 # output nobody read (or a --fail-on verdict never seen) must not pass for success; not 1: no
 # failure of ctxfold's.
 EXIT_BROKEN_PIPE = 141
+DEBUG_VAR = "CTXFOLD_DEBUG"  # set (or --debug): an internal error shows its traceback
+
+
+def internal_error(err: BaseException) -> str:
+    """One line for an exception ctxfold did not mean to raise: a bug, said as one."""
+    where = f"{type(err).__name__}: {err}"[:300]
+    return (
+        f"internal error: {where} (a bug in ctxfold: please report it with the command you ran; "
+        f"{DEBUG_VAR}=1 or --debug shows the traceback)"
+    )
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,6 +90,12 @@ def handle_errors(func: F) -> F:
         except BrokenPipeError:
             _discard_stdout()
             raise SystemExit(EXIT_BROKEN_PIPE) from None
+        except Exception as err:
+            if os.environ.get(DEBUG_VAR):
+                raise
+            _flush_or_discard()
+            print(f"ctxfold: {internal_error(err)}", file=sys.stderr)
+            raise SystemExit(EXIT_FAILURE) from None
 
     return wrapper  # type: ignore[return-value]
 

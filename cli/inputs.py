@@ -3,10 +3,12 @@ and read several of them so that one unreadable file does not cost the others.""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from ctxfold.cli.errors import DEBUG_VAR, internal_error
 from ctxfold.errors import InputError, UsageError
 
 T = TypeVar("T")
@@ -57,4 +59,8 @@ def read_each(expanded: tuple[list[str], Failed], read: Callable[[str], T]) -> t
             if len(paths) == 1 and not failed:
                 raise
             failed.append({"path": path, "error": str(err)})  # names the file (and line)
+        except Exception as err:  # a bug met on one file must not cost the others
+            if (len(paths) == 1 and not failed) or os.environ.get(DEBUG_VAR):
+                raise
+            failed.append({"path": path, "error": internal_error(err)})
     return results, failed

@@ -288,6 +288,14 @@ def carry_on(c: CarryOn) -> None:
             ),
             soft_wrap=True,
         )
+    if c.cwd and not os.path.isdir(c.cwd):
+        out.print(
+            Text(
+                f"               (the session ran in {c.cwd}, not a folder of this machine: "
+                f"{c.harness} looks a session up by the folder it ran in)"
+            ),
+            soft_wrap=True,
+        )
 
 
 def validation(results: Sequence[Validation]) -> None:

@@ -43,11 +43,7 @@ def mode_for(path: Path) -> int:
 def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """Yield a file to write; it replaces ``path`` only if the block finishes without error."""
     path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, mode) as f:
             _chmod(f.fileno(), tmp, mode_for(path))
@@ -59,6 +55,15 @@ def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temp file in ``path``'s folder (made if need be): a rename or link from it is atomic."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
 
 
 def _chmod(fd: int, tmp: str, mode: int) -> None:
@@ -80,11 +85,7 @@ def create_atomic(path: str | Path, data: bytes) -> None:
     """Write ``path`` whole or not at all, and only if no file is there: the temp file is
     linked to the name, which fails when another file (a harness's own) already holds it."""
     path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             _chmod(f.fileno(), tmp, mode_for(path))

@@ -10,6 +10,11 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, settings
+
+# `pytest -m fuzz --hypothesis-profile=long`: tests/test_fuzz.py's long run (1,500 mutated
+# sessions per format, well over 100,000 mutated lines)
+settings.register_profile("long", max_examples=1_500, deadline=None, suppress_health_check=list(HealthCheck))
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

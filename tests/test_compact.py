@@ -71,10 +71,10 @@ def test_force_writes_three_valid_outputs(tmp_path: Path) -> None:
 
 def test_second_run_is_a_noop_and_appended_run_folds_only_the_new_part(tmp_path: Path) -> None:
     src = copy(tmp_path)
-    assert run(str(src), "--force")[0] == 0
+    assert run(str(src), "--window", "3000")[0] == 0
     _, summary, state_path = outputs(src)
     first = state_path.read_bytes()
-    code, out, _ = run(str(src), "--force")
+    code, out, _ = run(str(src), "--window", "3000")
     assert code == 0 and "up to date" in out and state_path.read_bytes() == first
     old = load_state(state_path)
     assert old is not None
@@ -110,7 +110,7 @@ def test_second_run_is_a_noop_and_appended_run_folds_only_the_new_part(tmp_path:
     with src.open("ab") as f:
         for e in extra:
             f.write(orjson.dumps(e) + b"\n")
-    code, out, err = run(str(src), "--force", "--json")
+    code, out, err = run(str(src), "--force", "--json")  # something new: --force folds it, incrementally
     assert code == 0, err
     doc = orjson.loads(out)
     assert doc["incremental"] is True and doc["messages_before"] == 4  # [summary] + the three new messages
@@ -145,11 +145,44 @@ def test_a_state_file_of_another_session_is_not_taken_for_this_ones(tmp_path: Pa
     second = tmp_path / "two" / first.name
     second.write_bytes(first.read_bytes().replace(b"7f1c2d9e-sample", b"another-session"))
     assert run(str(first), "--window", "3000", "--out-dir", str(out))[0] == 0
-    code, _, err = run(str(second), "--window", "3000", "--out-dir", str(out))
-    assert code == 1 and "belongs to another session" in err and "--out-dir" in err
-    assert run(str(second), "--window", "3000", "--force", "--out-dir", str(out))[0] == 0
-    state = load_state(out / f"{first.stem}.ctxfold.json")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    for force in ((), ("--force",)):  # another session's outputs are never replaced, even forced
+        code, _, err = run(str(second), "--window", "3000", *force, "--out-dir", str(out))
+        assert code == 1 and "belongs to another session" in err and "--out-dir or -o" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert run(str(second), "--window", "3000", "--out-dir", str(tmp_path / "other"))[0] == 0
+    state = load_state(tmp_path / "other" / f"{first.stem}.ctxfold.json")
     assert state is not None and state.session_id == "another-session" and len(state.passes) == 1
+
+
+def test_force_always_redoes(tmp_path: Path) -> None:
+    """--force into a folder that holds this session's outputs, with nothing new since, folds
+    the whole session again: not "up to date"."""
+    src = copy(tmp_path)
+    assert run(str(src), "--window", "3000")[0] == 0
+    state_path = outputs(src)[2]
+    first = load_state(state_path)
+    code, out, err = run(str(src), "--window", "3000", "--force", "--json")
+    assert code == 0, err
+    doc = orjson.loads(out)
+    assert doc["status"] == "compacted" and doc["incremental"] is False
+    again = load_state(state_path)
+    assert first is not None and again is not None and len(again.passes) == 1
+    assert again.created_at >= first.created_at
+
+
+def test_a_set_that_was_never_completed_is_not_resumed(tmp_path: Path) -> None:
+    """The state names the compacted transcript and summary by hash: outputs that are not the ones
+    written with it (a run cut between files, or a hand edit) are folded afresh, not trusted."""
+    src = copy(tmp_path)
+    assert run(str(src), "--window", "3000")[0] == 0
+    _, summary, state_path = outputs(src)
+    state = load_state(state_path)
+    assert state is not None and set(state.outputs) == {"compacted", "summary"}
+    summary.write_text("an older summary")
+    code, out, err = run(str(src), "--window", "3000", "--json")
+    assert code == 0, err
+    assert orjson.loads(out)["incremental"] is False and "older" not in summary.read_text()
 
 
 def test_existing_outputs_need_force(tmp_path: Path) -> None:

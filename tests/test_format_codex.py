@@ -84,7 +84,7 @@ CASES = {
         results=170,
         usage=173,  # 175 token_count, 173 with new totals
         opaque=0,
-        contexts=7,  # 1 + 5 turn_context + 1
+        contexts=9,  # session_meta + 5 turn_context + 1 window + 2 world_state
         last_prompt=296324,
         final_total=35877289,
         window=353400,
@@ -279,7 +279,7 @@ def test_edge_counts() -> None:
     # tool: 10, 14, 16; usage: lines 11 and 19 (12 repeats 11's totals; 24 is dropped because
     # no assistant item came after the last usage: 1 drop); compaction: 21; api errors: 25, 26
     # (27 is not an overflow); contexts: session_meta 1, turn_context 2 and 22, window 272000
-    # from task_started (3) and 300000 from line 19.
+    # from task_started (3) and 300000 from line 19, the world_state of line 28.
     c = _counts(_edge())
     assert {k: c[k] for k in ("user", "system", "assistant", "tool", "usage", "calls", "results")} == {
         "user": 2,
@@ -290,7 +290,7 @@ def test_edge_counts() -> None:
         "calls": 3,
         "results": 3,
     }
-    assert (c["compaction"], c["api_error"], c["context"], c["opaque"]) == (1, 2, 5, 1)
+    assert (c["compaction"], c["api_error"], c["context"], c["opaque"]) == (1, 2, 6, 1)
 
 
 def test_edge_dropped_usage_is_counted() -> None:
@@ -307,7 +307,10 @@ def test_edge_values() -> None:
     msgs = [e for e in entries if isinstance(e, Message)]
     meta = entries[0]
     assert isinstance(meta, ContextUpdate)
-    assert meta.system == ("You are a test system prompt.",) and meta.session_id == "sess-edge-1"
+    assert (
+        meta.system == ("You are a test system prompt.",)
+        and meta.session_id == "0199e000-0000-7000-8000-0000000000e1"
+    )
     assert meta.extra["cli_version"] == "0.40.0" and meta.extra["model_provider"] == "openai"
 
     user = msgs[1]
@@ -435,3 +438,58 @@ def test_streaming() -> None:
     assert isinstance(first, ContextUpdate)
     total = sum(1 for _ in path.open("rb"))
     assert opened.lines_read < total  # not read to the end to produce the first entry
+
+
+# ------------------------------------------- rollouts the real Codex 0.169 and 0.130 wrote
+
+# fixtures/codex/lab-*.jsonl: two turns (one runs `seq 1 3`), then Codex's own compaction before
+# the second, against the harness lab's scripted server (which reported the usage: 15,000, 25,000,
+# 26,000 for the compaction request, then 5,000 input tokens; 12 output tokens each).
+LAB = {v: FIXTURES / "codex" / f"lab-{v}.jsonl" for v in ("0169", "0130")}
+
+
+def _raw_lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(raw) for raw in path.read_text().splitlines()]
+
+
+def test_usage_comes_from_token_usage_records() -> None:
+    """0.153+: one token_usage_record per response; the token_count events repeat the totals
+    (and after the compaction say the window with a zero count), and add no usage."""
+    rows = _raw_lines(LAB["0169"])
+    records = [r["payload"]["usage"] for r in rows if r["type"] == "token_usage_record"]  # type: ignore[index]
+    msgs = [m for m in _entries(LAB["0169"]) if isinstance(m, Message) and m.usage is not None]
+    assert (
+        [(m.usage.prompt_tokens, m.usage.output_tokens) for m in msgs if m.usage]
+        == [(r["input_tokens"], r["output_tokens"]) for r in records]
+        == [(15_000, 12), (25_000, 12), (26_000, 12), (5_000, 12)]
+    )
+    first = msgs[0]
+    assert first.usage is not None and "cache_write_tokens" in first.usage.fields
+    assert first.usage.fields["prompt_tokens"] == "payload.usage.input_tokens"
+    assert first.tool_calls and first.extra[codex.RECORD]["response_id"] == "resp_lab000001"
+
+
+def test_legacy_usage_comes_from_token_count() -> None:
+    msgs = [m for m in _entries(LAB["0130"]) if isinstance(m, Message) and m.usage is not None]
+    assert [m.usage.prompt_tokens for m in msgs if m.usage] == [
+        15_000,
+        25_000,
+        5_000,
+    ]  # the compaction's is on no item
+    assert all(m.usage and "cache_write_tokens" not in m.usage.fields for m in msgs)
+
+
+def test_world_state_and_item_metadata_are_kept() -> None:
+    entries = _entries(LAB["0169"])
+    states = [
+        e.extra[codex.WORLD_STATE]
+        for e in entries
+        if isinstance(e, ContextUpdate) and codex.WORLD_STATE in e.extra
+    ]
+    assert [s["full"] for s in states] == [True, True]  # at the start and after the compaction
+    rows = _raw_lines(LAB["0169"])
+    with_meta = [r for r in rows if "metadata" in r]
+    kept = [
+        m.extra[codex.LINE_EXTRA] for m in entries if isinstance(m, Message) and codex.LINE_EXTRA in m.extra
+    ]
+    assert kept == [{"metadata": r["metadata"]} for r in with_meta] and kept

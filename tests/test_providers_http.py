@@ -25,7 +25,10 @@ from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 KEY = "sk-test-KEY0123456789abcdefSECRET"
-SUMMARY = "## Current State\nAll good.\n## Todo List\n- [in_progress] Write the migration"
+SUMMARY = (
+    "## Current State\nAll good.\n## User Requests (verbatim)\n- Add a users table and migrate the data\n"
+    "## Todo List\n- [in_progress] Write the migration"
+)
 PAYLOAD = "PAYLOAD-ROW " * 400  # a big tool result that must not reach the summarizer
 FOCUS = "focus on the database migration"
 
@@ -152,7 +155,8 @@ def test_prompt_fits_80_percent_of_window(httpserver: HTTPServer, path: str) -> 
     tok = get_tokenizer("o200k")
     assert tok.count(system) + tok.count(user) <= 0.8 * 6000
     assert result.dropped > 0 and f"[{result.dropped} earlier messages were left out to fit]" in user
-    assert "old note 0:" not in user and "old note 59:" in user  # the oldest go first
+    conversation = user.split("[Conversation]")[1].split("[End conversation]")[0]
+    assert "old note 0:" not in conversation and "old note 59:" in conversation  # the oldest go first
     assert "writing the migration next" in user and "Write the migration" in user
 
 
@@ -314,3 +318,37 @@ def test_the_key_never_leaks(
     seen += [caplog.text, out.out, out.err]
     assert not [s for s in seen if KEY in s]
     assert any("[REDACTED]" in s for s in seen)
+
+
+@ALL
+def test_the_prompt_carries_the_facts_and_the_answer_is_checked(httpserver: HTTPServer, path: str) -> None:
+    """The model gets where things stand, the user's rules and requests verbatim, in its prompt;
+    a summary that leaves a rule or a request out gets it appended verbatim, with no second call."""
+    _, endpoint, _, ok, _ = PATHS[path]
+    rule = "Never commit the .env file, use .env.example instead."
+    said = [
+        Message("user", (TextPart(f"Set up the deploy script. {rule}"),)),
+        Message("assistant", (TextPart("Done: deploy.sh is written. Should I also add a CI job for it?"),)),
+    ]
+    httpserver.expect_oneshot_request(endpoint, method="POST").respond_with_json(
+        ok("## Current State\nAll good.")
+    )
+    result = _make(httpserver, path)(
+        SummaryRequest(said, 700, source="/logs/s.jsonl", source_range="entries 1–2")
+    )
+    assert len(httpserver.log) == 1  # the check costs no second call
+    _, user = _prompt_of(path, json.loads(httpserver.log[0][0].data))
+    facts = user.split("[Facts extracted from the conversation: keep them]")[1].split("[End facts]")[0]
+    assert (
+        "Where things stand: waiting for the user" in facts and "Should I also add a CI job for it?" in facts
+    )
+    assert f"- {rule}" in facts and f"- Set up the deploy script. {rule}" in facts
+    assert "`/logs/s.jsonl` (entries 1–2)" in user
+    kept = result.text.split("## Kept verbatim by ctxfold (missing from the summary above)")[1]
+    assert f"“{rule}”" in kept and f"Set up the deploy script. {rule}" in kept
+    assert result.text.startswith("## Current State\nAll good.")
+    assert any("left out 2 of the user's rules or requests" in w for w in result.warnings)
+    # a summary that kept them is left as it was
+    full = f"## Current State\nAll good.\n## User Rules (verbatim)\n- {rule}\n## User Requests (verbatim)\n- Set up the deploy script. {rule}"
+    httpserver.expect_oneshot_request(endpoint, method="POST").respond_with_json(ok(full))
+    assert _make(httpserver, path)(SummaryRequest(said, 700)).text == full

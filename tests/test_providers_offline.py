@@ -73,28 +73,42 @@ def _digest(messages: list[Message], budget: int = 2000, **kw: Any) -> str:
 
 def test_digest_sections_and_facts() -> None:
     text = _digest(_session(), instructions="keep the API")
-    assert [ln[3:] for ln in text.splitlines() if ln.startswith("## ")] == list(SECTIONS)
+    assert [ln[3:] for ln in text.splitlines() if ln.startswith("## ")] == [
+        s for s in SECTIONS if "Deliverable" not in s
+    ]
     assert f"  {NEWEST.splitlines()[0]}\n  {NEWEST.splitlines()[1]}" in text  # in full
-    assert "Please set up the project. Some long background detail." in text and OLD_REQUEST not in text
+    assert "Please set up the project. […] Some long background detail." in text and OLD_REQUEST not in text
     assert "`src/parser.py` (read, edited)" in text and "`src/new.py` (written)" in text
     assert "`tests/test_parser.py` (written)" in text
-    assert "`pytest -x tests/test_parser.py` → exit 1" in text and "`make lint` → exit 0" in text
-    assert "Bash: ValueError: bad token ')'" in text and "ParseError" not in text
+    assert "last `pytest -x tests/test_parser.py` → exit 1" in text and "last `make lint` → exit 0" in text
+    assert "`pytest -x tests/test_parser.py` → ValueError: bad token ')'" in text and "ParseError" not in text
     todo = "- [completed] Reproduce the bug\n- [in_progress] Fix the parser\n- [pending] Run the full suite"
     assert text.rstrip().endswith(todo)
     assert "I will start with the tokenizer" in text and "Focus requested: keep the API" in text
+    assert "Focus requested: keep the API (2 details matching it kept first, verbatim.)" in text
     assert "  - [in_progress] Fix the parser" not in text.split("## Exact Next Steps")[0]
     assert "Fix the parser" in text.split("## Exact Next Steps")[1].split("## Todo List")[0]
+    # the newest request's rule has a place of its own, verbatim
+    assert (
+        "“Now fix the failing parser test and keep the public API unchanged.”"
+        in text.split("## User Requests")[0]
+    )
 
 
 def test_digest_drops_the_oldest_detail_first() -> None:
-    full = _digest(_session(n_commands=80), budget=4000)
-    assert "`echo step-0`" in full and TOK.count(full) <= 4000
-    tight = _digest(_session(n_commands=80), budget=400)
+    session = _session()
+    reads: list[Message] = []
+    for i in range(80):
+        reads += [_call(f"f{i}", "Read", {"file_path": f"src/old{i}.py"}), _res(f"f{i}", "x")]
+    messages = [session[0], *reads, *session[1:]]
+    full = _digest(messages, budget=4000)
+    assert "`src/old0.py`" in full and TOK.count(full) <= 4000
+    tight = _digest(messages, budget=400)
     assert TOK.count(tight) <= 400
-    assert "`echo step-0`" not in tight and "Please set up the project" not in tight
+    assert "`src/old0.py`" not in tight
     assert NEWEST.splitlines()[1] in tight and "- [pending] Run the full suite" in tight
-    assert "ValueError: bad token" in tight  # the newest facts stay
+    assert "ValueError: bad token" in tight  # the error still standing outranks the files read
+    assert "Please set up the project" in tight  # a user request outranks every file and value
 
 
 @pytest.mark.parametrize("budget", [1, 20, 60, 150])
@@ -127,7 +141,7 @@ def test_a_rolled_digest_keeps_the_request_until_a_newer_one_arrives() -> None:
     assert third.count("- Files touched:") == 1 and "`src/parser.py`" in files and "`src/m0.py`" in files
     newer = _digest([Message("user", (TextPart("Now write the changelog."),))], previous_summary=first)
     assert "Now write the changelog." in newer.split("## Key Information")[0]
-    earlier = newer.split("- Earlier user requests:")[1]
+    earlier = newer.split("- Earlier user requests, oldest first:")[1]
     assert "Now fix the failing parser test" in earlier  # the old current request, now an earlier one
 
 
@@ -221,8 +235,11 @@ def test_digest_of_real_claude_sessions(name: str) -> None:
     assert TOK.count(text) <= 3000
     assert "\n".join(f"  {ln}" if ln.strip() else "" for ln in raw["request"].splitlines()) in text
     assert f"`{raw['file']}`" in text
-    error_lines = [ln.strip()[:100] for ln in raw["error"].splitlines() if len(ln.strip()) > 12]
-    assert any(ln in text for ln in error_lines)
+    # the last failed tool call was fixed by a later one: it is no "error still open"
+    open_errors = (
+        text.split("- Errors still open:")[1].split("\n- ")[0] if "Errors still open" in text else ""
+    )
+    assert raw["error"].strip().splitlines()[0][:60] not in open_errors
     if raw["todos"]:
         assert text.rstrip().endswith("\n".join(raw["todos"]))
     assert text == _digest(list(load(path).messages), budget=3000)
@@ -254,11 +271,11 @@ def test_real_task_tools_todo_list() -> None:
 )
 def test_digest_of_real_other_sessions(rel: str, newest: str, file: str | None) -> None:
     messages = list(load(real(rel)).messages)
-    text = _digest(messages, budget=2500)
-    assert TOK.count(text) <= 2500
+    text = _digest(messages, budget=6000)
+    assert TOK.count(text) <= 6000
     assert newest in text.split("## Key Information")[0]
     assert file is None or f"`{file}`" in text
-    assert text == _digest(messages, budget=2500)
+    assert text == _digest(messages, budget=6000)
 
 
 def test_errors_are_read_from_each_result_even_when_call_ids_repeat() -> None:

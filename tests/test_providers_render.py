@@ -83,7 +83,8 @@ def test_prompt_fit_leaves_room_for_the_output() -> None:
     assert prompt.input_tokens <= 12_000 - 3000 and prompt.dropped > 0
     assert f"[{7 + prompt.dropped} earlier messages were left out to fit]" in prompt.user
     assert "[Previous summary]\n## Current State\nold\n[End previous summary]" in prompt.user
-    assert "msg 49 " in prompt.user and "msg 0 " not in prompt.user
+    conversation = prompt.user.split("[Conversation]")[1].split("[End conversation]")[0]
+    assert "msg 49 " in conversation and "msg 0 " not in conversation
     huge = build_prompt(SummaryRequest([Message("user", (TextPart("z " * 50_000),))], 100), window=4000)
     assert huge.input_tokens <= 3200 and "cut to fit" in huge.user
 

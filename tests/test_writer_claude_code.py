@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import real, write_jsonl
+from conftest import FIXTURES, real, write_jsonl
 from tool_log_writing import (
     REQUEST,
     SUMMARY,
@@ -44,8 +44,17 @@ from ctxfold.errors import LineError
 from ctxfold.formats import loader, registry
 from ctxfold.formats.claude_code import writer as W
 from ctxfold.formats.jsonl import iter_lines
+from ctxfold.formats.origin import last_model
 from ctxfold.transcript.context import current_context
-from ctxfold.transcript.model import ApiError, CompactionMarker, Message, Transcript
+from ctxfold.transcript.model import (
+    ApiError,
+    CompactionMarker,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+)
 
 FILES = files("claude-code", "real/claude-code-sidechains.jsonl")
 # Linkage the writer rebuilds (fresh uuids), and the reader's list of merged line uuids.
@@ -167,7 +176,13 @@ def test_compacted(path: Path, tmp_path: Path) -> None:
     ctx = current_context(t2.entries).messages
     assert ctx[0].extra["isCompactSummary"] is True and SUMMARY in ctx[0].text
     assert REQUEST in ctx[1].text
-    assert [_strip(m) for m in ctx[2:]] == [_strip(m) for m in tail]
+    kept = ctx[2:]
+    if (tail[-1] if tail else ctx[1]).role != "assistant":
+        # a log ending on the user's turn ends with an answer naming the model to resume with
+        *kept, holder = kept
+        assert holder.text == W.NO_RESPONSE and holder.model == last_model(t)
+        assert holder.usage is None or holder.usage.prompt_tokens == 0  # no request behind it
+    assert [_strip(m) for m in kept] == [_strip(m) for m in tail]
 
 
 def test_compaction_lines_have_the_real_shape(tmp_path: Path) -> None:
@@ -256,6 +271,10 @@ def _case(name: str) -> tuple[list[dict[str, Any]], int, str]:
         return rows, 2, "starts with an assistant"  # the reader yields it when line 2 ends the response
     if name == "orphan tool result":
         return _tool_turn(), 5, "answers no tool_use"
+    if name == "tool id":
+        rows = _tool_turn()
+        rows[3]["message"]["content"][0]["id"] = "call_1|fc_2"
+        return rows[:4], 4, "Messages API takes"
     if name == "boundary with parent":
         return (
             [*rows, _boundary("b1", parent="a4"), _line("s1", "b1", isCompactSummary=True)],
@@ -281,6 +300,7 @@ CASES = [
     "second session",
     "starts with assistant",
     "orphan tool result",
+    "tool id",
     "boundary with parent",
     "boundary metadata",
     "boundary without summary",
@@ -333,3 +353,95 @@ def test_foreign_transcript(tmp_path: Path) -> None:
     assert asked.model == "claude-x" and len(asked.extra["uuids"]) == 3
     assert done.usage is None and done.extra["message"]["model"] == "<synthetic>"
     assert t2.session_id == t.session_id
+
+
+# ----------------------------------------------------- what Claude Code needs to resume with it
+
+# What Claude Code writes on a conversation line and in an answer's message (v2.1.x).
+LINE_KEYS = {"parentUuid", "isSidechain", "userType", "cwd", "version", "gitBranch", "sessionId", "type",
+             "message", "uuid", "timestamp", "logicalParentUuid", "subtype", "content", "isMeta", "level",
+             "compactMetadata", "isVisibleInTranscriptOnly", "isCompactSummary"}  # fmt: skip
+ANSWER_KEYS = {"model", "id", "type", "role", "content", "stop_reason", "stop_sequence", "usage"}
+
+
+def _summary_only(t: Transcript, fmt: str) -> Transcript:
+    ct, tail = compacted(t, fmt, _is_prompt)
+    return dataclasses.replace(ct, entries=ct.entries[: len(ct.entries) - len(tail)])
+
+
+def test_a_log_left_on_the_user_turn_ends_with_an_answer_naming_the_model(tmp_path: Path) -> None:
+    """Claude Code resumes with the model of the newest answer on the chain (its default when
+    there is none) and, finding the user's turn unanswered, adds "No response requested." itself:
+    the compacted log ends with that answer, naming the session's model."""
+    t = loader.load(FIXTURES / "real" / "claude-code-sidechains.jsonl", fmt="claude-code")
+    out = tmp_path / "c.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, _summary_only(t, "claude-code"), out)]
+    assert violations(out, "claude-code") == []
+    _assert_linear(rows)
+    answer = rows[-1] if rows[-1]["type"] == "assistant" else rows[-2]
+    assert answer["type"] == "assistant" and answer["parentUuid"] == rows[2]["uuid"]
+    assert answer["message"]["model"] == "claude-sonnet-4-20250514"
+    assert answer["message"]["content"] == [{"type": "text", "text": "No response requested."}]
+    ctx = current_context(loader.load(out, fmt="claude-code").entries).messages
+    assert [m.role for m in ctx] == ["user", "user", "assistant"]
+    assert ctx[2].usage is None or ctx[2].usage.prompt_tokens == 0  # no request behind it
+
+
+@pytest.mark.parametrize(
+    ("source", "cwd", "models"),
+    [
+        ("pi/v3-tree.jsonl", "/repo", {"claude-sonnet-4-5"}),
+        ("codex/compacted-tools.jsonl", "/work/app", set()),
+    ],
+)
+def test_another_harness_session_carries_over(
+    source: str, cwd: str, models: set[str], tmp_path: Path
+) -> None:
+    """``compact --to claude-code``: no field of the other format on Claude Code's lines (a pi
+    usage record would not be Claude Code's), the session's directory, thinking kept only when a
+    Claude model signed it, and an answer naming the model only when it is a Claude model."""
+    t = loader.load(FIXTURES / source)
+    ct, _ = compacted(t, t.source_format, lambda m: m.role == "user" and not m.tool_results)
+    out = tmp_path / "f.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, ct, out)]
+    assert violations(out, "claude-code") == []
+    _assert_linear(rows)
+    lines = [d for d in rows if "uuid" in d]
+    assert {d["cwd"] for d in lines} == {cwd} and all(set(d) <= LINE_KEYS for d in lines)
+    answers = [d["message"] for d in lines if d["type"] == "assistant"]
+    assert all(set(a) <= ANSWER_KEYS and "input_tokens" in a["usage"] for a in answers)
+    kinds = {
+        b["type"]
+        for d in lines
+        if isinstance(d.get("message", {}).get("content"), list)
+        for b in d["message"]["content"]
+    }
+    assert kinds <= {"text", "thinking", "tool_use", "tool_result", "image"}
+    thinking = [b for a in answers for b in a["content"] if b["type"] == "thinking"]
+    assert all(b.get("signature") for b in thinking)
+    assert {a["model"] for a in answers} - {
+        "<synthetic>"
+    } == models  # never a model Claude Code cannot ask for
+
+
+def test_tool_ids_another_api_made_are_ones_the_messages_api_takes(tmp_path: Path) -> None:
+    call = ToolCallPart("call_1|fc_2", "Read", {"path": "a.py"})
+    result = ToolResultPart("call_1|fc_2", (TextPart("print(1)"),), name="Read")
+    t = Transcript(
+        "openai-responses",
+        (
+            Message("user", (TextPart("read a.py"),)),
+            Message("assistant", (call,)),
+            Message("tool", (result,)),
+        ),
+    )
+    out = tmp_path / "t.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, t, out)]
+    blocks = [
+        b
+        for d in rows
+        if "message" in d and isinstance(d["message"]["content"], list)
+        for b in d["message"]["content"]
+    ]
+    assert [b.get("id") or b.get("tool_use_id") for b in blocks if b["type"] != "text"] == ["call_1_fc_2"] * 2
+    assert violations(out, "claude-code") == []

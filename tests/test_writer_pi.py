@@ -175,6 +175,10 @@ HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T
 
 def _msg(eid: str, parent: str | None, role: str = "user", **message: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"role": role, "content": [{"type": "text", "text": "hi"}], "timestamp": 1}
+    if role == "assistant":
+        body.update(
+            api="anthropic-messages", provider="anthropic", model="claude-opus-4-5", stopReason="stop"
+        )
     body.update(message)
     return {
         "type": "message",
@@ -227,6 +231,22 @@ def _case(name: str) -> tuple[list[dict[str, Any]], int, str]:
         return [*rows, _compaction("c1", "e3", summary=None)], 5, "string 'summary'"
     if name == "compaction tokens":
         return [*rows, _compaction("c1", "e3", tokensBefore="many")], 5, "tokensBefore"
+    if name == "header too long":
+        rows[0]["cwd"] = "/p" * 300
+        return rows, 1, "pi -c reads the first 512"
+    if name == "second header":
+        return [*rows, dict(HEADER)], 5, "second session header"
+    if name == "no answer":
+        return [rows[0], rows[1]], 1, "no assistant message"
+    if name == "provider":
+        del rows[2]["message"]["provider"]
+        return rows, 3, "string 'provider' and 'model'"
+    if name == "model change":
+        return (
+            [*rows, {"type": "model_change", "id": "m", "parentId": "e3", "modelId": "x"}],
+            5,
+            "model_change",
+        )
     if name == "v1 first kept index":
         v1 = [{k: v for k, v in d.items() if k not in ("id", "parentId", "version")} for d in rows]
         comp = {
@@ -247,6 +267,11 @@ CASES = [
     "compaction summary",
     "compaction tokens",
     "v1 first kept index",
+    "header too long",
+    "second header",
+    "no answer",
+    "provider",
+    "model change",
 ]
 
 
@@ -278,3 +303,89 @@ def test_foreign_transcript(tool_role: str, tmp_path: Path) -> None:
     assert result.name == "Read"
     asked = next(m for m in t2.messages if m.usage is not None)
     assert (asked.usage.prompt_tokens, asked.model) == (1200, "claude-x")
+
+
+# ------------------------------------------------------------------ what pi needs to resume it
+
+
+def _summary_only(t: Transcript, fmt: str) -> Transcript:
+    """What the summary strategy hands the writer: no verbatim tail, so no answer at all."""
+    ct, tail = compacted(t, fmt, lambda m: m.role == "user")
+    return dataclasses.replace(ct, entries=ct.entries[: len(ct.entries) - len(tail)])
+
+
+def _restores(rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(provider, model) of every model_change and assistant message: what pi restores from."""
+    named = {(d["provider"], d["modelId"]) for d in rows if d["type"] == "model_change"}
+    return named | {
+        (d["message"]["provider"], d["message"]["model"])
+        for d in rows
+        if d["type"] == "message" and d["message"]["role"] == "assistant"
+    }
+
+
+def test_a_session_left_without_an_answer_gets_one_before_its_compaction(tmp_path: Path) -> None:
+    """pi treats a file with no assistant message as never written, and appends every entry
+    again with its first reply; the one written stands before the compaction, off the context
+    pi builds, and names the session's provider and model (the newest answer's: pi restores
+    the model from it)."""
+    source = FIXTURES / "pi" / "v3-tree.jsonl"
+    out = tmp_path / "c.jsonl"
+    rows = [
+        orjson.loads(line) for line in write_file(W, _summary_only(loader.load(source, fmt="pi"), "pi"), out)
+    ]
+    assert violations(out, "pi") == []
+    _assert_chain(rows)
+    kinds = [(d["type"], d.get("message", {}).get("role")) for d in rows[1:]]
+    assert kinds == [("message", "assistant"), ("message", "user"), ("compaction", None)]
+    assert _restores(rows) == {("anthropic", "claude-sonnet-4-5")}
+    assert rows[-1]["firstKeptEntryId"] == rows[2]["id"]  # the stand-in is not kept
+    ctx = current_context(loader.load(out, fmt="pi").entries).messages
+    assert [m.role for m in ctx] == ["user", "user"] and ctx[0].text == SUMMARY and REQUEST in ctx[1].text
+    head = rows[0]
+    assert head["parentSession"] == str(source.resolve()) and head["cwd"] == "/repo"
+    assert head["timestamp"] > "2026-01-02T10:00:00.000Z" and len(orjson.dumps(head)) <= 512
+
+
+def test_a_header_too_long_for_pi_c_keeps_pi_own_fields(tmp_path: Path) -> None:
+    """``pi -c`` reads 512 bytes to tell a session file: a longer header would hide it."""
+    t = loader.load(FIXTURES / "pi" / "v3-tree.jsonl", fmt="pi")
+    head = next(e for e in t.entries if isinstance(e, ContextUpdate))
+    big = dataclasses.replace(head, extra={**head.extra, "note": "x" * 600})
+    t = dataclasses.replace(t, entries=tuple(big if e is head else e for e in t.entries))
+    out = tmp_path / "o.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, t, out)]
+    assert set(rows[0]) == {"type", "version", "id", "timestamp", "cwd"} and violations(out, "pi") == []
+
+
+@pytest.mark.parametrize(
+    ("source", "provider", "cwd"),
+    [
+        ("real/claude-code-sidechains.jsonl", ("anthropic", "anthropic-messages"), "/path/to/Demo"),
+        ("codex/compacted-tools.jsonl", ("openai", "openai-responses"), "/work/app"),
+    ],
+)
+def test_another_harness_session_carries_over(
+    source: str, provider: tuple[str, str], cwd: str, tmp_path: Path
+) -> None:
+    """``compact --to pi``: none of the other format's fields in pi's entries, pi's own usage
+    shape, the provider pi knows the model's family by, and the session's directory."""
+    t = loader.load(FIXTURES / source)
+    ct, _ = compacted(t, t.source_format, lambda m: m.role == "user" and not m.tool_results)
+    out = tmp_path / "f.jsonl"
+    rows = [orjson.loads(line) for line in write_file(W, ct, out)]
+    assert violations(out, "pi") == []
+    _assert_chain(rows)
+    assert rows[0]["cwd"] == cwd and set(rows[0]) == {"type", "version", "id", "timestamp", "cwd"}
+    answers = [d["message"] for d in rows if d["type"] == "message" and d["message"]["role"] == "assistant"]
+    assert answers and {(a["provider"], a["api"]) for a in answers} == {provider}
+    assert all(
+        set(a) == {"role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp"}
+        for a in answers
+    )
+    assert all(
+        set(a["usage"]) == {"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"}
+        for a in answers
+    )
+    blocks = [b for d in rows if d["type"] == "message" for b in d["message"].get("content", [])]
+    assert {b["type"] for b in blocks} <= {"text", "thinking", "toolCall", "image"}

@@ -31,6 +31,7 @@ class Folded:
     notes: tuple[str, ...]  # what the strategy and the re-pairing did, for the user
     after: Decision  # the decision on the compacted request (a new segment)
     budget: int  # the summary's output budget in tokens
+    tail: int = 0  # trailing input messages kept verbatim after the summary (a ContextGuard moves its watermark back by as many)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class FoldInput:
     instructions: str | None = None
     keep_observations: int = 10
     min_shrink: float = 0.0  # share of the request a pass must take off, else NoShrinkError
+    close_last: bool = False  # a call the last message left unanswered gets an "interrupted" result
+    source: str | None = None  # the original session file, for the summary to name
+    source_range: str | None = None
 
 
 def fold(inp: FoldInput) -> Folded:
@@ -78,13 +82,15 @@ def _fold(inp: FoldInput) -> Folded:
             budget_tokens=budget,
             instructions=inp.instructions,
             keep_observations=inp.keep_observations,
+            source=inp.source,
+            source_range=inp.source_range,
         )
     )
     name = inp.strategy.name
     if out.summary is not None and not out.summary.text.strip():
         raise UsageError(f"the summarizer ({out.summary.provider}) returned an empty summary")
-    final, repairs = repair_pairs(out.messages)
-    if final == list(inp.messages):  # a count that disagrees with the content must not pass for a shrink
+    final, repairs = repair_pairs(out.messages, close_last=inp.close_last)
+    if list(out.messages) == list(inp.messages):  # the pass did nothing (a re-paired call is no shrink)
         raise NoShrinkError(
             f"refused: the {name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
             "try --strategy summary"
@@ -107,7 +113,8 @@ def _fold(inp: FoldInput) -> Folded:
             f"refused: the {name} pass would take the request from {before.predicted:,} to "
             f"{after.predicted:,} predicted tokens, {least}"
         )
-    return Folded(final, out.summary, (*out.notes, *repairs), after, budget)
+    tail = len(inp.messages) - out.folded if out.summary is not None and out.folded else 0
+    return Folded(final, out.summary, (*out.notes, *repairs), after, budget, tail)
 
 
 def _cause(inp: FoldInput, summary: SummaryResult | None, budget: int) -> str:

@@ -267,13 +267,15 @@ class ContextGuard:
         self._forced = False
         self.state.set("summary", summary.text)
         self.state.set("continuation", folded.messages[1].text if len(folded.messages) > 1 else "")
-        self.state.set("contents_at_compaction", len(events))
+        # the exchange under way stays verbatim: the watermark moves back over it, so those events
+        # are sent as they are after [summary, continuation]
+        self.state.set("contents_at_compaction", len(events) - folded.tail)
         self.state.set("summarized_at", decision.predicted)
         self.state.delete("real_tokens")
         self.state.set("calibration", {"name": self.calibrator.name, "points": []})
         self.state.set("last_heuristic", folded.after.estimate)
         self.compactions += 1
-        out = self.live.outgoing(events, folded.messages, len(folded.messages))
+        out = self.live.outgoing(events, folded.messages, len(folded.messages) - folded.tail)
         return Prepared(out, decision, compacted=True, after=folded.after, summary=summary)
 
     def _nothing_to_fold(self, events: Sequence[Event]) -> bool:

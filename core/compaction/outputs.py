@@ -1,14 +1,22 @@
-"""The three outputs of ``compact`` and how they are written.
+"""The three outputs of ``compact`` and how they are written: as one locked set.
 
 ``NAME.compacted.jsonl`` (the input's own format), ``NAME.summary.md`` and ``NAME.ctxfold.json``
-go next to the input, in ``--out-dir``, or next to ``-o OUT``. All three are rendered in memory
-first and then each is written atomically, so a failure anywhere leaves no partial file; an
-existing output is replaced only with ``force`` (or when it belongs to this state file's run).
+go next to the input, in ``--out-dir``, or next to ``-o OUT``. One ``compact`` at a time holds
+the set's lock (``.NAME.ctxfold.lock`` beside them) from the existence check to the last write,
+so two runs never both write it. All three are rendered in memory first, then each is written
+atomically, the state last, naming the other two by their sha256: a reader that finds them
+disagreeing knows the set was never completed, and a failure anywhere leaves no partial file.
+An existing output is replaced only with ``force`` (or when it belongs to this state's run).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ctxfold.atomic import write_atomic
@@ -100,7 +108,8 @@ def write_outputs(
     ensure_writable(outs, force=force)
     fmt, transcript_bytes = render_transcript(compacted, to)
     summary_bytes = render_summary(state, outs.compacted, fmt)
-    state_bytes = state.to_json()
+    hashes = {"compacted": _sha256(transcript_bytes), "summary": _sha256(summary_bytes)}
+    state_bytes = replace(state, outputs=hashes).to_json()
     for path, data in (
         (outs.compacted, transcript_bytes),
         (outs.summary, summary_bytes),
@@ -108,3 +117,72 @@ def write_outputs(
     ):
         write_atomic(path, data)
     return Outputs(outs.compacted, outs.summary, outs.state, fmt)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def set_is_whole(outs: Outputs, state: State) -> bool:
+    """The compacted transcript and summary on disk are the ones written with ``state`` (a state
+    from before this check existed names none, and is taken at its word)."""
+    if not state.outputs:
+        return True
+    for key, path in (("compacted", outs.compacted), ("summary", outs.summary)):
+        try:
+            if _sha256(path.read_bytes()) != state.outputs.get(key):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+LOCK_WAIT = 600.0  # seconds a second compact of the same outputs waits before it gives up
+
+
+@contextlib.contextmanager
+def locked(outs: Outputs, wait: float = LOCK_WAIT) -> Iterator[None]:
+    """Hold the output set's lock: a second ``compact`` of the same outputs waits for the first
+    (then finds them up to date), or after ``wait`` seconds fails saying why. The lock file is
+    removed when released; a waiter that then holds a removed file's lock tries again."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Windows: no lock, as before
+        yield
+        return
+    stem = outs.state.name.removesuffix(".ctxfold.json")
+    lock = outs.state.with_name(f".{stem}.ctxfold.lock")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError as err:
+            raise OutputError(f"{lock}: cannot lock the outputs: {err.strerror or err}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() > deadline:
+                raise OutputError(
+                    f"another ctxfold has been writing {outs.state.parent}/{stem}.* for over {wait:.0f} s "
+                    f"(lock {lock}); try again when it is done"
+                ) from None
+            time.sleep(0.05)
+            continue
+        if _same_inode(fd, lock):
+            break
+        os.close(fd)  # its holder removed it as we waited: lock the file that is there now
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(fd)
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except OSError:
+        return False

@@ -17,13 +17,21 @@ nothing is written (``force`` folds anyway); a dry run stops before the summariz
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxfold.compaction.carry_on import in_a_store, install, plan
 from ctxfold.compaction.fold import Folded, FoldInput, fold
-from ctxfold.compaction.outputs import Outputs, ensure_writable, outputs_for, write_outputs
+from ctxfold.compaction.outputs import (
+    Outputs,
+    ensure_writable,
+    locked,
+    outputs_for,
+    set_is_whole,
+    write_outputs,
+)
 from ctxfold.compaction.record import compacted_transcript, new_state
 from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, load_state
 from ctxfold.config import Config
@@ -151,11 +159,33 @@ def compact_file(
 ) -> CompactResult:
     """Compact one file; ``profiles`` (when given) supply the prior and learn the session."""
     opts = options or CompactOptions()
-    strategy = get_strategy(opts.strategy)
+    get_strategy(opts.strategy)  # a typo fails before anything is read
     _check_paths(path, opts)
     if opts.to is not None and opts.to not in WRITERS:
         raise UsageError(f"--to {opts.to}: no writer for that format{did_you_mean(opts.to, list(WRITERS))}")
-    read = read_input(path, opts, config)
+    outs, in_store = place_outputs(path, opts)
+    # one compact of these outputs at a time, from reading their state to writing them
+    with contextlib.nullcontext() if opts.dry_run else locked(outs):
+        return _compact(path, summarizer, summarizer_window, opts, config, profiles, Place(outs, in_store))
+
+
+@dataclass(frozen=True)
+class Place:
+    outs: Outputs
+    in_store: str | None  # the harness whose session folder holds the input
+
+
+def _compact(
+    path: str,
+    summarizer: Summarizer,
+    summarizer_window: int | None,
+    opts: CompactOptions,
+    config: Config | None,
+    profiles: Profiles | None,
+    place: Place,
+) -> CompactResult:
+    strategy = get_strategy(opts.strategy)
+    read = read_input(path, opts, config, place)
     resumed = resume(read, path, opts.force)
     now = decide_now(read, resumed, opts, profiles)
     result = CompactResult(
@@ -201,6 +231,9 @@ def compact_file(
                 instructions=opts.instructions,
                 keep_observations=opts.keep_observations,
                 min_shrink=MIN_SHRINK,
+                close_last=True,  # the compacted session is resumed later, with a new turn after it
+                source=None if path == "-" else str(Path(path).resolve()),
+                source_range=_folded_range(read.transcript, resumed),
             )
         )
     except _WouldSummarize:
@@ -226,6 +259,17 @@ def _carry_on(outs: Outputs, compacted: Transcript, opts: CompactOptions) -> Car
     return carry
 
 
+def _folded_range(t: Transcript, resumed: Resumed) -> str:
+    """Which entries of the session the pass folds, in words the summary can quote."""
+    total = len(t.entries)
+    first = resumed.ctx.start + 1
+    if resumed.incremental:
+        return f"entries {first}–{total} of {total}, after an earlier ctxfold summary"
+    if first > 1:
+        return f"entries {first}–{total} of {total}, after the session's own last compaction"
+    return f"entries 1–{total}, the whole session"
+
+
 def _check_paths(path: str, opts: CompactOptions) -> None:
     if path == "-" and not (opts.output or opts.dry_run):
         raise UsageError(
@@ -239,7 +283,18 @@ def _stop_before_summarizing(request: SummaryRequest) -> SummaryResult:
     raise _WouldSummarize
 
 
-def read_input(path: str, opts: CompactOptions, config: Config | None) -> Read:
+def place_outputs(path: str, opts: CompactOptions) -> tuple[Outputs, str | None]:
+    """Where the outputs go, and the harness whose session folder holds the input (outputs
+    written beside it would show up as sessions of their own: they go to ./ctxfold-out)."""
+    out_dir, harness = opts.out_dir, None
+    if out_dir is None and opts.output is None and path != "-":
+        harness = in_a_store(Path(path).parent, opts.home)
+        if harness is not None:
+            out_dir = DEFAULT_OUT_DIR
+    return outputs_for(path, out_dir=out_dir, output=opts.output), harness
+
+
+def read_input(path: str, opts: CompactOptions, config: Config | None, place: Place) -> Read:
     """Parse the file once: it is kept in memory for writing and estimated as it streams."""
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
@@ -252,15 +307,10 @@ def read_input(path: str, opts: CompactOptions, config: Config | None) -> Read:
         config=config,
         workers=workers_for(Path(path).stat().st_size if path != "-" else 0),
     )
-    out_dir, harness = opts.out_dir, None
-    if out_dir is None and opts.output is None and path != "-":
-        harness = in_a_store(Path(path).parent, opts.home)
-        if harness is not None:  # beside the input they would show up as sessions of their own
-            out_dir = DEFAULT_OUT_DIR
-    outs = outputs_for(path, out_dir=out_dir, output=opts.output)
+    outs = place.outs
     state = load_state(outs.state) if path != "-" else None
     transcript = materialize(kept, opened.format, opened.path)
-    return Read(transcript, est, outs, state, [str(e) for e in opened.skipped], harness)
+    return Read(transcript, est, outs, state, [str(e) for e in opened.skipped], place.in_store)
 
 
 def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
@@ -270,10 +320,15 @@ def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
 
 
 def resume(read: Read, path: str, force: bool) -> Resumed:
+    """The context to decide on. With ``force`` and nothing new since the state's summary, the
+    whole session is folded again (``--force`` always redoes, never answers "up to date")."""
     state, start, digest = read.state, 0, None
     if state is not None and path != "-":
-        state, start, digest = _resume_point(read.transcript, state, read.outs.state, force)
+        state, start, digest = _resume_point(read.transcript, state, read.outs, force)
     ctx = current_context(read.transcript.entries, start)
+    if force and state is not None and start > 0 and ctx.start == start and not ctx.messages:
+        state, start = None, 0
+        ctx = current_context(read.transcript.entries)
     messages = list(ctx.messages)
     incremental = state is not None and start > 0 and ctx.start == start
     if incremental and state is not None:
@@ -282,33 +337,36 @@ def resume(read: Read, path: str, force: bool) -> Resumed:
 
 
 def _resume_point(
-    t: Transcript, state: State, state_path: Path, force: bool
+    t: Transcript, state: State, outs: Outputs, force: bool
 ) -> tuple[State | None, int, tuple[str, int] | None]:
     """The state to go on from (None: start over), where the new part starts, and (sha256,
-    size) of the whole file as it is now. A state file of another session, or of a file since
-    rewritten, is refused; with ``force`` it is replaced, its passes forgotten."""
-    if state.session_id and t.session_id:  # a renamed copy of the session is still the session
-        other = state.session_id != t.session_id
-    else:
-        other = state.source_name != Path(str(t.path)).name
-    if other:
-        if force:
-            return None, 0, None
-        raise ChangedPrefixError(
-            f"{state_path} belongs to another session ({state.source_name}, session "
-            f"{state.session_id or '?'}); pass --force to replace it, or give another --out-dir"
-        )
+    size) of the whole file as it is now. The same source is the file the state summarized, grown
+    (its first bytes unchanged); a rewritten file of the same session is refused unless
+    ``force``, which starts over; another session's state is refused even with ``force`` (its
+    outputs are another session's: give this one another name or folder). A set whose outputs
+    are not those the state was written with (it was never completed) starts over too."""
     prefix, whole, size = file_hashes(str(t.path), state.prefix_bytes)
+    if prefix != state.prefix_sha256 or size < state.prefix_bytes:
+        if state.session_id and t.session_id:  # a renamed copy of the session is still the session
+            other = state.session_id != t.session_id
+        else:
+            other = state.source_name != Path(str(t.path)).name
+        if other:
+            raise ChangedPrefixError(
+                f"{outs.state} belongs to another session ({state.source_name}, session "
+                f"{state.session_id or '?'}); give this one another --out-dir or -o"
+            )
+        if force:
+            return None, 0, (whole, size)
+        raise ChangedPrefixError(
+            f"{t.path}: its first {state.prefix_bytes:,} bytes no longer match the state file's summary (the "
+            "file was rewritten, not appended); pass --force to start over"
+        )
     wm = state.watermark
-    if prefix == state.prefix_sha256 and size >= state.prefix_bytes and 0 < wm <= len(t.entries):
-        same_last = entry_sha256(t.entries[wm - 1]) == state.last_entry_sha256
-        return state, (wm if same_last else wm - 1), (whole, size)
-    if force:
+    if not set_is_whole(outs, state) or not 0 < wm <= len(t.entries):
         return None, 0, (whole, size)
-    raise ChangedPrefixError(
-        f"{t.path}: its first {state.prefix_bytes:,} bytes no longer match the state file's summary (the "
-        "file was rewritten, not appended); pass --force to start over"
-    )
+    same_last = entry_sha256(t.entries[wm - 1]) == state.last_entry_sha256
+    return state, (wm if same_last else wm - 1), (whole, size)
 
 
 def decide_now(read: Read, resumed: Resumed, opts: CompactOptions, profiles: Profiles | None) -> Now:
@@ -379,5 +437,8 @@ def write(
         trigger="auto" if now.decision.due else "manual",
         model=model,
     )
-    written = write_outputs(read.outs, compacted, record, force=opts.force or state is not None, to=opts.to)
+    # outputs a state of this session names are its own to replace (another's was refused)
+    written = write_outputs(
+        read.outs, compacted, record, force=opts.force or read.state is not None, to=opts.to
+    )
     return written, compacted

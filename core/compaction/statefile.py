@@ -89,6 +89,9 @@ class State:
     created_at: str = field(default_factory=now)
     updated_at: str = field(default_factory=now)
     passes: list[Pass] = field(default_factory=list)
+    # sha256 of the compacted transcript and summary written with this state, which is written
+    # after them: outputs that do not match were not written with it (an interrupted set)
+    outputs: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         data = {"schema": SCHEMA, "version": VERSION, **asdict(self)}

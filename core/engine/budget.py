@@ -12,8 +12,9 @@ from ctxfold.errors import WindowTooSmallError
 MIN_SUMMARY_TOKENS = 200
 CONTINUATION_TOKENS = 100
 # the summarizer's instructions and closing lines around the rendered conversation (its system
-# prompt is ~250 o200k tokens; a test keeps this near what providers.render builds)
-SUMMARY_PROMPT_TOKENS = 300
+# prompt is ~450 o200k tokens, the facts it is given a few dozen more; a test keeps this near what
+# providers.render builds)
+SUMMARY_PROMPT_TOKENS = 500
 ROOM = 0.9  # a compacted request must land at most at 90 % of the threshold
 
 

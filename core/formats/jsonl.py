@@ -1,9 +1,17 @@
-"""Streaming JSONL: one parsed line at a time, with errors that name file, line and problem."""
+"""Streaming JSONL: one parsed line at a time, with errors that name file, line and problem.
+
+A file may also hold one JSON document spread over many lines (a pretty-printed saved chat):
+when its first line is an unfinished value, the whole file is parsed as one document and read
+as a single line numbered where it starts. A broken document whose first line is only its
+opening brace or bracket gets one error at the line and column where it breaks; any other
+file with a broken first line is reported, and read on, as JSONL.
+"""
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -14,6 +22,9 @@ from ctxfold.formats.base import Line
 
 STDIN = "-"
 BOM = b"\xef\xbb\xbf"  # written by some Windows tools; not JSON, so dropped from the first line
+# Deeper nesting is refused at parse time: every later step (counting, writing, repr in a message)
+# may then walk a value recursively, well inside Python's recursion limit and orjson's 255.
+MAX_DEPTH = 128
 
 
 def open_binary(path: str | Path) -> BinaryIO:
@@ -56,22 +67,100 @@ def iter_lines(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Lin
     f = stream if stream is not None else open_binary(path)
     owned = stream is None and f is not sys.stdin.buffer
     try:
-        prev: bytes | None = None
-        no = 0
-        for raw in f:
-            if prev is not None and prev.strip():
-                yield _parse(prev, no, last=False)
-            no += 1
-            prev = raw[len(BOM) :] if no == 1 and raw.startswith(BOM) else raw
-        if prev is not None and prev.strip():
-            yield _parse(prev, no, last=True)
+        yield from _lines(f)
     finally:
         if owned:
             f.close()
 
 
+def _lines(f: BinaryIO, raws: Iterable[bytes] | None = None, no: int = 0) -> Iterator[Line | LineError]:
+    """The lines of ``raws`` (default: ``f``), numbered after ``no``; the first non-blank one
+    may turn out to open a whole-file document, which then reads the rest of ``f``."""
+    first = no == 0
+    prev: bytes | None = None
+    it = iter(raws if raws is not None else f)
+    for raw in it:
+        if prev is not None and prev.strip():
+            if first:
+                first = False
+                item = _parse(prev, no, last=False)
+                if isinstance(item, LineError) and _unfinished(prev):
+                    yield from _document(prev, no, raw + b"".join(it) + f.read())
+                    return
+                yield item
+            else:
+                yield _parse(prev, no, last=False)
+        no += 1
+        prev = raw[len(BOM) :] if no == 1 and raw.startswith(BOM) else raw
+    if prev is not None and prev.strip():
+        yield _parse(prev, no, last=True)
+
+
+def _unfinished(raw: bytes) -> bool:
+    """Whether the line ends inside a JSON value (the decoder ran out of text, nothing else)."""
+    try:
+        text = raw.decode("utf-8")
+        orjson.loads(raw)
+    except UnicodeDecodeError:
+        return False
+    except orjson.JSONDecodeError as err:
+        return err.pos >= len(text.rstrip())
+    return False
+
+
+def _document(head: bytes, no: int, rest: bytes) -> Iterator[Line | LineError]:
+    """``head`` (line ``no``) and ``rest`` as one JSON document; failing that, a document
+    error, or the head's own error and the rest read on as JSONL."""
+    data = head + rest
+    try:
+        yield Line(no, orjson.loads(data), len(data))
+        return
+    except orjson.JSONDecodeError as err:
+        if head.strip() in (b"{", b"["):
+            reason, at = _document_error(data, err)
+            yield LineError(reason, no + data[:at].count(b"\n"))
+            return
+    yield _parse(head, no, last=False)
+    yield from _lines(io.BytesIO(rest), no=no)
+
+
+def _document_error(data: bytes, err: orjson.JSONDecodeError) -> tuple[str, int]:
+    """What is wrong with a document, and the byte offset where it goes wrong."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        return "binary data, not a JSON document (NUL byte)", nul
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return "invalid UTF-8 in the JSON document", u.start
+    pos = min(err.pos, len(text))
+    at = len(text[:pos].encode("utf-8"))
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    if err.pos >= len(text.rstrip()):
+        return "truncated JSON document (was the file still being written?)", at
+    reason = str(err).split(":", 1)[0]
+    return f"not a valid JSON document: {reason} at column {column}", at
+
+
 def _parse(raw: bytes, no: int, last: bool) -> Line | LineError:
     try:
-        return Line(no, orjson.loads(raw), len(raw))
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
         return LineError(_describe(raw, err, last), no)
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
+        return LineError(f"nested deeper than {MAX_DEPTH} levels", no)
+    return Line(no, data, len(raw))
+
+
+def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v if isinstance(x, (dict, list)))
+    return False

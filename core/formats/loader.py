@@ -18,7 +18,7 @@ from ctxfold.errors import EmptyInputError, LineError, UnknownFormatError
 from ctxfold.formats import registry
 from ctxfold.formats.base import Line, Reader
 from ctxfold.formats.jsonl import iter_lines
-from ctxfold.transcript.model import ContextUpdate, Entry, Message, Transcript
+from ctxfold.transcript.model import ContextUpdate, CountError, Entry, Message, Transcript
 
 SNIFF_LINES = 25
 # A reader bug (KeyError, TypeError…) on a strange line becomes a LineError naming the line, so
@@ -139,18 +139,31 @@ def _stream(
             try:
                 yield from reader.feed(item)
                 continue
-            except LineError as err:
-                item = err
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
-                if STRICT_READERS:
-                    raise
-                item = LineError(
-                    f"unexpected structure for {opened.format} ({type(err).__name__}: {err})", item.no
-                )
+            except Exception as err:
+                item = _as_line_error(err, item.no, opened.format)
         if not skip_invalid:
             raise item.with_path(opened.path)
         opened.skipped.append(item.with_path(opened.path))
-    yield from reader.finish()
+    try:
+        yield from reader.finish()
+    except Exception as err:
+        raise _as_line_error(err, opened.current_line, opened.format).with_path(opened.path) from None
+
+
+# What a reader raises on a line it cannot make sense of; anything else is a bug of ctxfold's.
+_STRUCTURE = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError)
+
+
+def _as_line_error(err: Exception, line: int, fmt: str) -> LineError:
+    """A reader's error as the bad line it is: its own LineError (given the line when it had
+    none), a count out of range, or a line of unexpected structure (never a traceback)."""
+    if isinstance(err, LineError):
+        return err if err.line else LineError(err.reason, line)
+    if isinstance(err, CountError):
+        return LineError(f"bad token count: {err}", line)
+    if isinstance(err, _STRUCTURE) and not STRICT_READERS:
+        return LineError(f"unexpected structure for {fmt} ({type(err).__name__}: {err})", line)
+    raise err
 
 
 def load(source: str | Path | BinaryIO, *, fmt: str | None = None, skip_invalid: bool = False) -> Transcript:

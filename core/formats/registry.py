@@ -31,6 +31,7 @@ _TABLE = (
     ("openai-responses", "openai_responses", True),
     ("anthropic", "anthropic", True),
     ("genai", "genai", True),
+    ("gemini-cli", "gemini_cli", True),
 )
 FORMATS: dict[str, str] = {name: f"{_PKG}.{folder}" for name, folder, _ in _TABLE}
 WRITERS: dict[str, str] = {name: f"{_PKG}.{folder}.writer" for name, folder, writes in _TABLE if writes}

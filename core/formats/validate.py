@@ -113,6 +113,9 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
         if isinstance(e, (ContextReset, CompactionMarker)):
             calls.clear()  # a new conversation, or a new context built from a summary
             open_calls.clear()
+            for m in e.replacement or () if isinstance(e, CompactionMarker) else ():
+                for c in m.tool_calls:  # calls the new context holds: results may follow it
+                    calls[(m.branch, c.id)] = line
             continue
         if not isinstance(e, Message):
             continue

@@ -30,6 +30,9 @@ class SummaryRequest:
     todos: Sequence[Any] | None = None
     instructions: str | None = None  # the user's focus, like "/compact focus on X"
     dropped: int = 0  # oldest messages left out to fit the summarizer's window
+    source: str | None = None  # the original session file, unchanged, for the next agent to look things up
+    source_range: str | None = None  # which part of it was folded, in words ("entries 12–940 of 940")
+    continues: bool = False  # the conversation goes on verbatim after the summary (a sliding window)
 
 
 @dataclass(frozen=True)

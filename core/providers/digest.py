@@ -1,239 +1,334 @@
-"""The offline summary: a structured digest of the transcript, within the token budget.
+"""The offline summary: what the next agent needs to carry on, within the token budget.
 
-It replaces the seeds' "first 200 characters of each message" fallback with the facts a
-resumed agent needs: the newest request in full, the older ones trimmed, files touched,
-commands and their exit status, errors, the todo list verbatim and the last assistant
-message, under the same five headings an LLM summary has. When it does not fit, the oldest
-detail goes first (previous-summary lines, then facts by the age of the message they came
-from); the newest request and the todo list go last, and only by trimming.
+It states first where things stand (waiting for the user, in progress, done: :mod:`standing`),
+then keeps the user's own words: their standing rules and every request, verbatim (the newest in
+full, older long ones by their first and last sentences); then the last deliverable whole (or
+by whole sections, naming those left out); then exact values: files touched (repeated reads as
+one line), values such as URLs, ports, branches and commits, commands grouped by purpose, and
+the errors that still stand. It names the original session file, which stays unchanged, so an
+agent with file tools can look any detail up.
+
+When it does not fit, the least needed goes first: earlier summaries' detail and commands, then
+values and files, then the deliverable's last sections, then the oldest requests; the state, the
+rules and the newest request go last, and only by trimming the request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
 
 from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.deliverable import first_and_last
 from ctxfold.providers.facts import Facts, gather, recorded_summary
-from ctxfold.providers.render import SECTIONS, clip
+from ctxfold.providers.lines import (
+    CURRENT,
+    DELIVERABLE,
+    EARLIER_REQUESTS,
+    PROTECTED,
+    SECTIONS,
+    Line,
+    carried,
+    clip_tokens,
+    deliverable_lines,
+    fit,
+)
+from ctxfold.providers.render import clip
+from ctxfold.providers.rules import standing_rules
+from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, Standing, assess
 from ctxfold.providers.todos import current_todos, todos_from_summary
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 
-OLD_REQUEST_CHARS = 300
+CONTINUES = "the conversation goes on verbatim after this summary; its last messages show where things stand."
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "focus",
+        "about",
+        "keep",
+        "only",
+        "that",
+        "this",
+        "with",
+        "from",
+        "what",
+        "which",
+        "their",
+        "there",
+        "more",
+        "less",
+    ]
+)
+OLD_REQUEST_CHARS = 600  # an older request up to this long is quoted whole
 COMMAND_CHARS = 160
-ERROR_CHARS = 240
-LAST_ASSISTANT_CHARS = 2000
-PROTECTED = 10**9  # age of lines dropped only as a last resort
-STATE, INFO, CONTEXT, NEXT, TODO = SECTIONS
-
-
-@dataclass
-class _Line:
-    section: str
-    group: str  # "" = a top-level bullet; else the bullet it is nested under
-    text: str
-    age: int  # index of the source message; lower goes first
-    block: bool = False  # a multi-line text shown indented under its group
+ERROR_CHARS = 400
+STATE, RULES, REQUESTS, LAST, INFO, CONTEXT, NEXT, TODO = SECTIONS
+# tiers: what goes first when the summary does not fit (lower first; within a tier, older first)
+T_EARLIER, T_COMMANDS, T_VALUES, T_FILES, T_ERRORS, T_DELIVERABLE, T_REQUESTS = range(7)
 
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _indent(text: str) -> str:
-    return "\n".join(f"  {ln}" if ln.strip() else "" for ln in text.splitlines())
+def _source(request: SummaryRequest) -> str | None:
+    if not request.source:
+        return None
+    where = f" ({request.source_range})" if request.source_range else ""
+    return f"Original session (unchanged; look any detail up there): `{request.source}`{where}."
 
 
-def _clip_tokens(text: str, budget: int, tok: Tokenizer) -> str:
-    while text and tok.count(text) > budget:
-        text = clip(text, len(text) * 3 // 4)
-    return text
-
-
-_PLACEHOLDERS = ("(nothing recorded)", "(no todo list recorded)")
-_CARRIED_GROUPS = ("Files touched", "Commands run", "Errors seen", "Earlier user requests")
-_EARLIER = "Earlier (previous summary)"
-_CURRENT = "Current user request (verbatim)"
-
-
-def _previous(summary: str | None, has_request: bool) -> list[_Line]:
-    """A previous summary's lines, oldest of all, under this digest's sections and groups.
-
-    Its current request stays the current one until a newer request arrives, then joins the
-    earlier ones; its file, command, error and request lists keep their groups. Its next steps
-    and todo list are not carried (they are made afresh), nor are empty placeholders. Lines of a
-    summary written otherwise (an LLM's) are kept under "Earlier (previous summary)"."""
-    if not summary:
-        return []
-    lines = [ln.rstrip() for ln in summary.splitlines()]
-    section, group, out, current = CONTEXT, "", [], []
-    for n, line in enumerate(lines):
-        age = n - len(lines) - 1
-        if line.startswith("#"):
-            title = line.lstrip("#").strip().lower()
-            section = next((s for s in SECTIONS if s.lower() == title), "")
-            if not section:
-                section = INFO if title.startswith("key info") else TODO if "todo" in title else CONTEXT
-            group = ""
-            continue
-        text = line.strip().removeprefix("- ").removeprefix("* ").strip()
-        if not text or text in _PLACEHOLDERS or section in (NEXT, TODO):
-            continue
-        if not line.startswith(" ") and text.endswith(":"):
-            group = text[:-1]
-            continue
-        if not line.startswith(" "):
-            group = ""
-        if group == _CURRENT:
-            current.append(line[2:] if line.startswith("  ") else line)
-        elif group in _CARRIED_GROUPS:
-            out.append(_Line(section, group, text, age))
-        elif (section != STATE or not group) and not text.startswith(("Folded ", "Focus requested")):
-            out.append(
-                _Line(section, _EARLIER, text, age - len(lines))
-            )  # older still; superseded: the last reply
-    request = "\n".join(current).strip()
-    if request and has_request:
+def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Line]:
+    if request.continues:  # a sliding window: the recent turns follow verbatim and show the state
+        out = [Line(STATE, "", f"**Where things stand: {CONTINUES}**", PROTECTED)]
+    else:
+        out = [Line(STATE, "", f"**Where things stand: {st.label}.** ({st.reason})", PROTECTED)]
+    if request.continues:
+        pass
+    elif st.state == WAITING and st.question:
         out.append(
-            _Line(CONTEXT, "Earlier user requests", clip(" ".join(request.split()), OLD_REQUEST_CHARS), -1)
+            Line(
+                STATE,
+                "The assistant's last message asked the user (not answered yet)",
+                st.question,
+                PROTECTED,
+                block=True,
+            )
         )
-    elif request:
-        out.append(_Line(STATE, _CURRENT, request, PROTECTED, block=True))
-    return out
-
-
-def _lines(request: SummaryRequest, facts: Facts) -> list[_Line]:
-    # a summary ctxfold wrote, else the one the recording tool left at the head of the context
-    out = _previous(request.previous_summary or recorded_summary(request.messages), bool(facts.requests))
-    newest = facts.requests[-1] if facts.requests else None
-    if newest:
-        out.append(_Line(STATE, _CURRENT, newest[1], PROTECTED, block=True))
-    if facts.last_assistant:
-        i, text = facts.last_assistant
-        out.append(_Line(STATE, "Last assistant message", clip(text, LAST_ASSISTANT_CHARS), i, block=True))
+    elif st.state == DONE and st.reply and (st.deliverable is None or st.deliverable[0] != st.reply[0]):
+        out.append(
+            Line(STATE, "The assistant's last message", clip(st.reply[1], 600), PROTECTED - 1, block=True)
+        )
+    elif st.state == IN_PROGRESS:
+        if st.reply and (st.request is None or st.reply[0] > st.request[0]):
+            out.append(
+                Line(
+                    STATE,
+                    "Step under way (the assistant's last words)",
+                    clip(st.reply[1], 600),
+                    PROTECTED - 1,
+                    block=True,
+                )
+            )
+        if st.pending:
+            out.append(
+                Line(STATE, "", f"Tool calls with no result yet: {', '.join(st.pending[-5:])}.", PROTECTED)
+            )
+    source = _source(request)
+    if source:
+        out.append(Line(STATE, "", source, PROTECTED))
     omitted = f"; {request.dropped} older messages were left out" if request.dropped else ""
     out.append(
-        _Line(
+        Line(
             STATE,
             "",
             f"Folded {_n(facts.messages, 'message')} ({_n(len(facts.requests), 'user request')}, "
-            f"{_n(facts.tool_calls, 'tool call')}, {_n(len(facts.errors), 'distinct error')}){omitted}.",
-            PROTECTED,
+            f"{_n(facts.tool_calls, 'tool call')}, {_n(len(facts.open_errors), 'open error')}){omitted}.",
+            10**8,
+            tier=T_REQUESTS + 1,
         )
     )
-    for path, (i, actions) in sorted(facts.files.items(), key=lambda kv: kv[1][0]):
-        out.append(_Line(INFO, "Files touched", f"`{path}` ({', '.join(actions)})", i))
+    return out
+
+
+def _request_lines(facts: Facts, previous: list[Line]) -> list[Line]:
+    out: list[Line] = []
+    newest = facts.requests[-1] if facts.requests else None
+    if newest is not None:
+        out.append(Line(REQUESTS, CURRENT, newest[1], PROTECTED, block=True))
+        for i, text in facts.requests[:-1]:
+            out.append(
+                Line(REQUESTS, EARLIER_REQUESTS, first_and_last(text, OLD_REQUEST_CHARS), i, tier=T_REQUESTS)
+            )
+    for ln in previous:  # a previous summary's current request becomes an earlier one once a new one came
+        if ln.group == CURRENT and newest is not None:
+            out.append(
+                Line(
+                    REQUESTS,
+                    EARLIER_REQUESTS,
+                    first_and_last(ln.text, OLD_REQUEST_CHARS),
+                    -1,
+                    tier=T_REQUESTS,
+                )
+            )
+        elif ln.group == CURRENT:
+            out.append(ln)
+    return out
+
+
+def _info_lines(facts: Facts) -> list[Line]:
+    out: list[Line] = []
+    for path, use in sorted(facts.files.items(), key=lambda kv: kv[1].last):
+        actions = [f"read ×{use.reads}" if a == "read" and use.reads > 1 else a for a in use.actions]
+        if use.lines and not use.whole:
+            actions.append(f"lines {use.lines[0]}–{use.lines[1]}")
+        text = f"`{path}` ({', '.join(actions)})"
+        changed = any(a != "read" for a in use.actions)
+        out.append(Line(INFO, "Files touched", text, use.last, tier=T_FILES if changed else T_VALUES))
+    for v in facts.values.items():
+        out.append(Line(INFO, "Exact values", f"{v.kind}: `{v.text}`", v.age, tier=T_VALUES))
+    groups: dict[str, list[tuple[int, str, str]]] = {}
     for i, cmd, status in facts.commands:
-        out.append(_Line(INFO, "Commands run", f"`{clip(cmd, COMMAND_CHARS)}` → {status}", i))
-    for line, i in facts.errors.items():
-        out.append(_Line(INFO, "Errors seen", clip(line, ERROR_CHARS), i))
-    if request.instructions and request.instructions.strip():
-        out.append(_Line(CONTEXT, "", f"Focus requested: {request.instructions.strip()}", PROTECTED))
-    for i, text in facts.requests[:-1]:
+        groups.setdefault(_purpose(cmd), []).append((i, cmd, status))
+    for purpose, runs in groups.items():
+        i, cmd, status = runs[-1]
+        failed = sum(1 for _, _, s in runs if s not in ("exit 0", "ok"))
+        text = f"{purpose}: {_n(len(runs), 'run')}" + (f" ({failed} not exit 0)" if failed else "")
         out.append(
-            _Line(CONTEXT, "Earlier user requests", clip(" ".join(text.split()), OLD_REQUEST_CHARS), i)
+            Line(
+                INFO,
+                "Commands, by purpose",
+                f"{text}; last `{clip(cmd, COMMAND_CHARS)}` → {status}",
+                i,
+                tier=T_COMMANDS,
+            )
+        )
+    since = facts.requests[-1][0] if facts.requests else -1
+    for i, what, line in facts.open_errors[-3:]:
+        when = "" if i > since else " (before the newest request; it may no longer matter)"
+        out.append(
+            Line(
+                INFO,
+                "Errors still open",
+                f"`{clip(what, COMMAND_CHARS)}` → {clip(line, ERROR_CHARS)}{when}",
+                i,
+                tier=T_ERRORS,
+            )
+        )
+    if facts.settled:
+        out.append(
+            Line(
+                INFO,
+                "",
+                f"{_n(facts.settled, 'failure')} along the way {'was' if facts.settled == 1 else 'were'} fixed "
+                "later, expected, or a search that found nothing: none of them is open.",
+                -10,
+                tier=T_COMMANDS,
+            )
         )
     return out
+
+
+_PURPOSES = (
+    ("tests", r"pytest|test|tests|jest|vitest|mocha|ctest|tox|nox|unittest"),
+    (
+        "build and checks",
+        r"build|tsc|tsgo|make|cmake|lint|check|ruff|mypy|clippy|eslint|biome|typecheck|compile",
+    ),
+    ("git", r"git|gh"),
+    ("install", r"install|add|apt-get|apt|brew|pip|pip3|ci"),
+    ("reading and searching", r"cat|sed|nl|rg|grep|ls|find|head|tail|wc|get-content|tree|pwd|stat|file"),
+)
+
+
+def _purpose(cmd: str) -> str:
+    """The purpose of a command, from its program and subcommand words."""
+    words = [w.lower() for w in re.split(r"[\s&|;]+", cmd) if w and "=" not in w][:6]
+    words = words[2:] if words[:1] == ["cd"] else words
+    for name, pattern in _PURPOSES:
+        if any(re.fullmatch(pattern, w.rsplit("/", 1)[-1]) for w in words[:3]):
+            return name
+    return "other commands"
 
 
 def _next_steps(
-    request: SummaryRequest, facts: Facts, todo_lines: list[str], carried: Sequence[_Line]
-) -> list[_Line]:
-    out: list[_Line] = []
-    if facts.requests or any(ln.group == _CURRENT for ln in carried):
+    request: SummaryRequest, facts: Facts, st: Standing, todo_lines: list[str], has_request: bool
+) -> list[Line]:
+    out: list[Line] = []
+    if request.continues:
+        out.append(Line(NEXT, "", "Carry on from the messages kept verbatim after this summary.", PROTECTED))
+    elif st.state == WAITING:
         out.append(
-            _Line(
-                NEXT, "", "Continue the current user request (quoted above) without asking again.", PROTECTED
+            Line(
+                NEXT,
+                "",
+                "Put the question above to the user again and wait for the answer; do not act on any option before they reply.",
+                PROTECTED,
             )
         )
-    open_items = [t for t in todo_lines if "[completed]" not in t and "[done]" not in t]
-    for t in open_items:
-        out.append(_Line(NEXT, "Open tasks, in order", t.lstrip("- ").strip(), PROTECTED - 1))
-    if facts.errors:
-        last, i = next(reversed(facts.errors.items()))
-        out.append(_Line(NEXT, "", f"Check whether the last error is resolved: {clip(last, ERROR_CHARS)}", i))
-    if not out:
-        out.append(_Line(NEXT, "", "Resume from the last assistant message.", PROTECTED))
+    elif st.state == DONE:
+        out.append(
+            Line(
+                NEXT,
+                "",
+                "Nothing is pending: wait for the user's next request. Do not redo or extend the delivered work.",
+                PROTECTED,
+            )
+        )
+    else:
+        target = "the current user request (quoted above)" if has_request else "the work"
+        out.append(
+            Line(
+                NEXT,
+                "",
+                f"Continue {target} from the step under way, without asking the user to repeat anything.",
+                PROTECTED,
+            )
+        )
+        since = facts.requests[-1][0] if facts.requests else -1
+        for i, what, line in [e for e in facts.open_errors if e[0] > since][-1:]:
+            out.append(
+                Line(
+                    NEXT,
+                    "",
+                    f"Resolve the open error first: `{clip(what, COMMAND_CHARS)}` → {clip(line, ERROR_CHARS)}",
+                    i,
+                    tier=T_ERRORS,
+                )
+            )
+        for t in (t for t in todo_lines if "[completed]" not in t and "[done]" not in t):
+            out.append(Line(NEXT, "Open tasks, in order", t.lstrip("- ").strip(), PROTECTED - 1))
+    if request.instructions and request.instructions.strip():
+        out.append(Line(CONTEXT, "", f"Focus requested: {request.instructions.strip()}", PROTECTED))
     return out
-
-
-def _render(lines: Sequence[_Line], todo_lines: list[str]) -> str:
-    parts: list[str] = []
-    for section in SECTIONS:
-        parts.append(f"## {section}")
-        if section == TODO:
-            parts.append("\n".join(todo_lines) if todo_lines else "- (no todo list recorded)")
-            continue
-        groups: dict[str, list[_Line]] = {}
-        for ln in lines:
-            if ln.section == section:
-                groups.setdefault(ln.group, []).append(ln)
-        body: list[str] = []
-        for group, items in groups.items():
-            if not group:
-                body += [f"- {ln.text}" for ln in items]
-            else:
-                nested = [_indent(ln.text) if ln.block else f"  - {ln.text}" for ln in items]
-                body.append(f"- {group}:\n" + "\n".join(nested))
-        parts.append("\n".join(body) if body else "- (nothing recorded)")
-        parts.append("")
-    return "\n".join(parts).strip() + "\n"
-
-
-def _trim_protected(lines: list[_Line], todo_lines: list[str], text_tokens: int, budget: int) -> None:
-    """Last resort: shorten the newest request, then completed todos, then the other todos."""
-    over = text_tokens - budget
-    for ln in lines:
-        if ln.group.startswith("Current user request") and len(ln.text) > 40:
-            ln.text = clip(ln.text, max(40, min(len(ln.text) - over * 2, len(ln.text) * 3 // 4)))
-            return
-    done = [t for t in todo_lines if "[completed]" in t]
-    if done:
-        todo_lines.remove(done[0])
-    elif todo_lines:
-        todo_lines.pop()
 
 
 def digest(request: SummaryRequest, *, tokenizer: Tokenizer | None = None) -> str:
     """The digest of ``request.messages``, at most ``request.budget_tokens`` o200k tokens."""
     tok = tokenizer or get_tokenizer("o200k")
     facts = gather(request.messages)
+    st = assess(request.messages)
     todos = current_todos(request.messages, request.todos)
     todo_lines = (
         [t.line() for t in todos] if todos is not None else todos_from_summary(request.previous_summary)
     )
-    lines = _lines(request, facts)
-    lines += _next_steps(request, facts, todo_lines, lines)
+    previous = carried(request.previous_summary or recorded_summary(request.messages))
+    rules = standing_rules(text for _, text in facts.said)
+    lines = _state_lines(request, facts, st)
+    known = {ln.text for ln in previous if ln.section == RULES}
+    lines += [ln for ln in previous if ln.section == RULES]
+    lines += [Line(RULES, "", f"“{r}”", PROTECTED) for r in rules if f"“{r}”" not in known]
+    lines += _request_lines(facts, previous)
     budget = max(1, request.budget_tokens)
-    for ln in lines:  # the last reply may take a quarter of the budget, the newest request half
-        if ln.group == "Last assistant message":
-            ln.text = _clip_tokens(ln.text, max(20, budget // 4), tok)
-        elif ln.group.startswith("Current user request"):  # in full unless it would crowd out the rest
-            ln.text = _clip_tokens(ln.text, max(20, budget // 2), tok)
-    costs = tok.count_batch([ln.text for ln in lines]) if lines else []
-    order = sorted(range(len(lines)), key=lambda k: (lines[k].age, k))
-    fixed = tok.count(_render([], todo_lines)) + 4 * len({(ln.section, ln.group) for ln in lines})
-    total = fixed + sum(costs) + 3 * len(lines)
-    dropped: set[int] = set()
-    for k in order:  # oldest first, cheaply estimated; then checked exactly below
-        if total <= budget or lines[k].age >= PROTECTED - 1:
-            break
-        dropped.add(k)
-        total -= costs[k] + 3
-    kept = [ln for k, ln in enumerate(lines) if k not in dropped]
-    text = _render(kept, todo_lines)
-    n = tok.count(text)
-    while n > budget:
-        droppable = [ln for ln in kept if ln.age < PROTECTED - 1]
-        if droppable:
-            kept.remove(min(droppable, key=lambda ln: ln.age))
-        elif (
-            any(ln.group.startswith("Current user request") and len(ln.text) > 40 for ln in kept)
-            or todo_lines
-        ):
-            _trim_protected(kept, todo_lines, n, budget)
-        else:
-            return _clip_tokens(text, budget, tok)  # a budget too small for the headings themselves
-        text = _render(kept, todo_lines)
-        n = tok.count(text)
-    return text
+    deliverable = (
+        st.deliverable[1]
+        if st.deliverable
+        else next((ln.text for ln in previous if ln.group == DELIVERABLE), None)
+    )
+    if deliverable:
+        lines += deliverable_lines(deliverable, T_DELIVERABLE)
+    lines += _info_lines(facts)
+    lines += [ln for ln in previous if ln.section not in (RULES,) and ln.group not in (CURRENT, DELIVERABLE)]
+    lines += _next_steps(request, facts, st, todo_lines, any(ln.group == CURRENT for ln in lines))
+    words = [
+        w
+        for w in re.findall(r"[\w./-]+", (request.instructions or "").lower())
+        if len(w) > 2 and w not in _STOP
+    ]
+    matched = 0
+    for ln in lines:  # what matches the focus asked for goes last (kept first), verbatim
+        if words and not ln.text.startswith("Focus requested") and any(w in ln.text.lower() for w in words):
+            matched += 1
+            ln.tier = ln.tier if ln.protected else T_REQUESTS + 1
+        if ln.group == CURRENT:  # in full unless it would crowd out the rest
+            ln.text = clip_tokens(ln.text, max(20, budget // 2), tok)
+    for ln in lines:
+        if ln.text.startswith("Focus requested:"):
+            ln.text += (
+                f" ({_n(matched, 'detail')} matching it kept first, verbatim.)"
+                if matched
+                else " (Nothing in the folded conversation matches it: the offline summary cannot narrow "
+                "itself to it, and is the usual one.)"
+            )
+    return fit(lines, todo_lines, budget, tok)

@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxfold.providers import harness
 from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.shellfiles import shell_files
+from ctxfold.providers.values import Values
 from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
@@ -29,17 +32,11 @@ _EXIT = re.compile(
 _ERROR_LINE = re.compile(
     r"^\s*((?:[\w.]+)?(?:Error|Exception)\b.*|error(?:\[\w+\])?:.*|fatal:.*|npm ERR!.*|E: .*)$", re.M
 )
-_TAGGED = re.compile(r"<([A-Za-z_][\w-]*)>.*?</\1>", re.S)
-# ctxfold's own messages, recognised by their text once a log written back has lost the marks
-SUMMARY_OPEN = "[Previous conversation summary]"
-SUMMARY_CLOSE = "[End of summary — conversation continues below]"
-CONTINUATION_OPEN = "[System: The conversation was compacted"
-_HARNESS_PREFIXES = (
-    "# AGENTS.md instructions",
-    "Caveat: The messages below were generated",
-    "[Request interrupted",
-    SUMMARY_OPEN,
-    CONTINUATION_OPEN,
+# ctxfold's own messages and the harness's text: see harness.py
+SUMMARY_OPEN, SUMMARY_CLOSE, CONTINUATION_OPEN = (
+    harness.SUMMARY_OPEN,
+    harness.SUMMARY_CLOSE,
+    harness.CONTINUATION_OPEN,
 )
 _PROBLEM = re.compile(
     r"error|fail|not found|no such file|denied|cannot|can't|invalid|refused|abort|unable", re.I
@@ -61,7 +58,7 @@ def _args(call: ToolCallPart) -> Any:
     return call.arguments
 
 
-HARNESS_ROLES = ("bashExecution", "custom", "hookMessage", "branchSummary", "compactionSummary")
+HARNESS_ROLES = harness.HARNESS_ROLES
 
 
 def recorded_summary(messages: Sequence[Message]) -> str | None:
@@ -78,22 +75,7 @@ def recorded_summary(messages: Sequence[Message]) -> str | None:
 
 def request_text(m: Message) -> str | None:
     """The text a person typed, or None for tool results, harness notes and ctxfold's own messages."""
-    if m.role != "user" or m.branch is not None or m.tool_results:
-        return None
-    # ctxfold's own, Claude Code's meta lines and attachments, an OpenHands observation no tool
-    # call asked for (an error the agent caused, recalled context): none was typed by a person
-    if any(
-        m.extra.get(k)
-        for k in ("ctxfold", "isMeta", "isCompactSummary", "origin", "attachment", "observation")
-    ):
-        return None
-    inner = m.extra.get("message")
-    if isinstance(inner, dict) and inner.get("role") in HARNESS_ROLES:
-        return None  # pi's "!command" output and extension messages: not something a person asked
-    parts = [p.text.strip() for p in m.parts if isinstance(p, TextPart) and p.text.strip()]
-    parts = [t for t in parts if _TAGGED.sub("", t).strip() and not t.startswith(_HARNESS_PREFIXES)]
-    text = "\n".join(parts).strip()
-    return text or None
+    return harness.user_words(m)
 
 
 def file_actions(call: ToolCallPart, args: Any = None) -> list[tuple[str, str]]:
@@ -172,9 +154,27 @@ def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool
     if _key(tool) not in SHELL_TOOLS:
         return False  # a file read that shows an error message is not an error
     status = status or exit_status(result)
-    return (
-        status.startswith("exit ") and status != "exit 0"
-    ) or "Traceback (most recent call last)" in result.text
+    if status.startswith("exit ") and status != "exit 0":
+        return True
+    if "Traceback (most recent call last)" in result.text:
+        return True
+    # a build or test piped through `| head` exits 0 whatever it printed: its own error lines tell
+    return status != "exit 0" and bool(_BUILD_ERROR.search(result.text[-20_000:]))
+
+
+_BUILD_ERROR = re.compile(
+    r"^.*\berror (?:TS\d+|\[E\d+\])?:.*$|^error\[E\d+\]:.*$|^npm ERR!.*$|^FAIL(?:ED)?\b.*$|^=+ .*\b\d+ failed\b.*$",
+    re.M,
+)
+_SUMMARY_LINE = re.compile(r"^\W*(?:=+ )?.*\b\d+ (?:failed|errors?)\b.*$", re.M)
+
+
+def error_text(result: ToolResultPart) -> str:
+    """:func:`error_line`, and the run's closing tally ("1 failed, 8 passed") when it has one."""
+    line = error_line(result)
+    tally = _SUMMARY_LINE.findall(result.text[-2_000:])
+    last = tally[-1].strip() if tally else ""
+    return f"{line} ({last})" if last and last not in line and len(last) < 160 else line
 
 
 def error_line(result: ToolResultPart) -> str:
@@ -187,8 +187,35 @@ def error_line(result: ToolResultPart) -> str:
     match = _ERROR_LINE.search(text)
     if match:
         return match.group(1).strip()
+    built = _BUILD_ERROR.search(text)
+    if built:
+        return built.group(0).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _NOISE.match(ln)]
     return next((ln for ln in lines if _PROBLEM.search(ln)), lines[-1] if lines else "(no message)")
+
+
+@dataclass
+class FileUse:
+    """What the conversation did to one file: its actions, how often it was read, which lines."""
+
+    first: int
+    last: int
+    actions: list[str] = field(default_factory=list)
+    reads: int = 0
+    lines: tuple[int, int] | None = None  # the span of the line ranges read, when every read named one
+    whole: bool = False  # read at least once without a range
+
+    def note(self, i: int, action: str, lines: tuple[int, int] | None) -> None:
+        self.last = i
+        if action not in self.actions:
+            self.actions.append(action)
+        if action == "read":
+            self.reads += 1
+            if lines is None:
+                self.whole = True
+            else:
+                lo, hi = self.lines or lines
+                self.lines = (min(lo, lines[0]), max(hi, lines[1]))
 
 
 @dataclass
@@ -196,12 +223,76 @@ class Facts:
     """What happened, each fact tagged with the index of the message it came from."""
 
     requests: list[tuple[int, str]] = field(default_factory=list)
-    files: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # path -> (last index, actions)
+    said: list[tuple[int, str]] = field(default_factory=list)  # the user's words, rejections included
+    files: dict[str, FileUse] = field(default_factory=dict)
     commands: list[tuple[int, str, str]] = field(default_factory=list)  # (index, command, status)
-    errors: dict[str, int] = field(default_factory=dict)  # "tool: line" -> last index
+    errors: dict[str, int] = field(default_factory=dict)  # "tool: line" -> last index, every failure
+    open_errors: list[tuple[int, str, str]] = field(default_factory=list)  # (index, what ran, error text)
+    settled: int = 0  # failures a later step fixed, searches that found nothing, expected failures
+    values: Values = field(default_factory=Values)
     last_assistant: tuple[int, str] | None = None
     tool_calls: int = 0
     messages: int = 0
+
+
+_SEARCH = {"rg", "grep", "ag", "ack", "egrep", "fgrep"}
+_EXPECTED = re.compile(
+    r"\b(?:should|expect(?:ed)?(?: it)? to|will|must|to) (?:fail|error|break)|reproduc|confirm (?:the )?(?:bug|failure)|"
+    r"red (?:test|phase)|failing test first",
+    re.I,
+)
+_CONFIRMED = re.compile(
+    r"\breproduced\b|\bas expected\b|confirm(?:s|ed)? (?:the )?(?:bug|issue|failure|error)|expected failure",
+    re.I,
+)
+_RUNNERS = {
+    "npm",
+    "pnpm",
+    "yarn",
+    "npx",
+    "cargo",
+    "go",
+    "git",
+    "make",
+    "uv",
+    "poetry",
+    "python",
+    "python3",
+    "node",
+    "bun",
+}
+
+
+def _what(tool: str, cmd: str | None, paths: list[str]) -> set[str]:
+    """What a later success must share to settle a failure: each program of a command (with its
+    subcommand, for runners such as npm or git), else the tool and the file it worked on."""
+    if not cmd:
+        return {f"{tool}: {paths[0] if paths else ''}"}
+    keys: set[str] = set()
+    for part in re.split(r"&&|\|\||;|\|", cmd):
+        words = [w for w in part.split() if "=" not in w or w.startswith("-")]
+        if not words or words[0] == "cd":
+            continue
+        head = words[0].rsplit("/", 1)[-1]
+        sub = words[1] if len(words) > 1 and not words[1].startswith("-") else ""
+        if sub == "run" and len(words) > 2:  # npm run build: the script is the subcommand
+            sub = f"run {words[2]}"
+        keys.add(f"$ {head} {sub}".strip() if head in _RUNNERS else f"$ {head}")
+    return keys or {f"{tool}:"}
+
+
+def _settles(failure: set[str], success: set[str]) -> bool:
+    return any(s == f or s.startswith(f + " ") for f in failure for s in success)
+
+
+def _no_match(cmd: str | None, status: str, result: ToolResultPart) -> bool:
+    """A search that found nothing: ``rg``/``grep`` exit 1 with no output."""
+    if not cmd or status != "exit 1":
+        return False
+    head = cmd.split("|")[-1].split()[:1] or [""]
+    first = cmd.split()[0].rsplit("/", 1)[-1] if cmd.split() else ""
+    body = [ln for ln in result.text.splitlines() if ln.strip() and not _NOISE.match(ln)]
+    return (first in _SEARCH or head[0] in _SEARCH) and len(body) <= 1
 
 
 def gather(messages: Sequence[Message]) -> Facts:
@@ -209,6 +300,9 @@ def gather(messages: Sequence[Message]) -> Facts:
     names: dict[str, str] = {}
     pending: dict[str, list[int]] = {}  # call id → its commands in facts.commands, until its result
     early: dict[str, ToolResultPart] = {}  # results written before their call (Claude Code can)
+    calls: dict[str, tuple[str | None, list[str], bool]] = {}  # call id → (command, paths, failure expected)
+    failing: list[tuple[set[str], tuple[int, str, str]]] = []  # failures that still stand
+    intent = ""
     for i, m in enumerate(messages):
         if m.branch is not None:
             continue
@@ -216,24 +310,49 @@ def gather(messages: Sequence[Message]) -> Facts:
         req = request_text(m)
         if req:
             facts.requests.append((i, req))
-        if m.role == "assistant" and m.text.strip():
+            facts.said.append((i, req))
+            facts.values.words(req, i)
+            intent = ""
+        setting = harness.harness_command(m)
+        if setting:
+            facts.values.setting(setting, i)
+        branch = m.extra.get("gitBranch")
+        if isinstance(branch, str):
+            facts.values.branch(branch, i)
+        if m.role == "assistant" and m.text.strip() and not harness.is_synthetic(m):
+            if failing and failing[-1][1][0] == i - 1 and _CONFIRMED.search(m.text):
+                failing.pop()  # the agent says the failure was the one it meant to see
+                facts.settled += 1
             facts.last_assistant = (i, m.text.strip())
+            facts.values.words(m.text, i)
+            intent = m.text
         for outer in m.tool_calls:
             facts.tool_calls += 1
             names[outer.id] = outer.name
             pending.pop(outer.id, None)  # a reused id: an unanswered older call keeps "no result"
             before = early.pop(outer.id, None)
+            touched: list[str] = []
+            command: str | None = None
             for call in inner_calls(outer):  # a code tool's script: the tools it calls
                 args = _args(call)  # parsed once for both readings
-                for path, action in file_actions(call, args):
-                    _, actions = facts.files.pop(path, (i, []))
-                    facts.files[path] = (i, actions if action in actions else [*actions, action])
+                for path, action, lines in _touched(call, args):
+                    use = facts.files.pop(path, None) or FileUse(i, i)
+                    use.note(i, action, lines)
+                    facts.files[path] = use
+                    touched.append(path)
                 cmd = shell_command(call, args)
                 if cmd:
+                    command = command or cmd
+                    facts.values.command(cmd, i)
                     facts.commands.append((i, cmd, exit_status(before)))
                     pending.setdefault(outer.id, []).append(len(facts.commands) - 1)
+            calls[outer.id] = (command, touched, bool(_EXPECTED.search(intent)))
         for res in m.tool_results:
             tool = res.name or names.get(res.call_id, "tool")
+            said = harness.rejection_words(res)
+            if said:
+                facts.said.append((i, said))
+                facts.requests.append((i, f"(said when rejecting a {tool} call) {said}"))
             # a result answers the latest call with its id (some servers number ids from 0 each turn)
             ks = pending.pop(res.call_id, None)
             status = None
@@ -244,8 +363,40 @@ def gather(messages: Sequence[Message]) -> Facts:
                     facts.commands[k] = (j, cmd, status)
             elif res.call_id not in names:
                 early[res.call_id] = res
+            facts.values.output(res.text, i)
+            command, touched, expected = calls.get(res.call_id, (None, [], False))
+            keys = _what(tool, command, touched)
             if failed(res, tool, status):
-                key = f"{tool}: {error_line(res)}"
-                facts.errors.pop(key, None)
-                facts.errors[key] = i
+                line = error_text(res)
+                facts.errors.pop(f"{tool}: {line}", None)
+                facts.errors[f"{tool}: {line}"] = i
+                if expected or _no_match(command, status or "", res) or said:
+                    facts.settled += 1
+                else:
+                    failing = [f for f in failing if f[0] != keys]
+                    failing.append((keys, (i, command or f"{tool} {' '.join(touched)}".strip(), line)))
+            else:
+                still = [f for f in failing if not _settles(f[0], keys)]
+                facts.settled += len(failing) - len(still)
+                failing = still
+    facts.open_errors = [f for _, f in failing]
     return facts
+
+
+def _touched(call: ToolCallPart, args: Any) -> list[tuple[str, str, tuple[int, int] | None]]:
+    """Files a call touched, through a file tool or a shell command, with the lines it read."""
+    out: list[tuple[str, str, tuple[int, int] | None]] = []
+    for path, action in file_actions(call, args):
+        lines = None
+        if action == "read" and isinstance(args, dict):
+            start, limit = args.get("offset"), args.get("limit")
+            if isinstance(start, int) and isinstance(limit, int):
+                lines = (max(1, start), max(1, start) + limit - 1)
+            view = args.get("view_range")
+            if isinstance(view, list) and len(view) == 2 and all(isinstance(v, int) for v in view):
+                lines = (view[0], view[1] if view[1] > 0 else view[0])
+        out.append((path, action, lines))
+    cmd = shell_command(call, args)
+    if cmd:
+        out += shell_files(cmd)
+    return out

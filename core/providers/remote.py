@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from ctxfold.errors import CtxfoldError, MissingKeyError, ProviderError, UsageError
 from ctxfold.providers.base import SummaryRequest, SummaryResult
+from ctxfold.providers.carry import complete
 from ctxfold.providers.redact import redact
 from ctxfold.providers.render import Prompt, ToolResults, build_prompt
 from ctxfold.tokens.models import lookup, resolve
@@ -108,12 +109,20 @@ class RemoteSummarizer:
             raise ProviderError(redact(f"{self.label}: {failure}", self._secrets()))
         if not text or not text.strip():
             raise ProviderError(f"{self.label}: the model returned an empty summary")
+        notes = list(self.notes)
+        if prompt.carry is not None:  # checked against the facts it was given: no second call
+            text, added = complete(text.strip(), prompt.carry)
+            if added:
+                notes.append(
+                    f"{self.label}: the summary left out {added} of the user's rules or requests; "
+                    "ctxfold appended them verbatim"
+                )
         return SummaryResult(
             text.strip(),
             self.provider,
             self.model,
             usage=usage,
-            warnings=list(self.notes),
+            warnings=notes,
             dropped=prompt.dropped,
         )
 

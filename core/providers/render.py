@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxfold.errors import UsageError
 from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.carry import Carry, extract, facts_block
+from ctxfold.providers.deliverable import first_and_last
 from ctxfold.providers.todos import Todo, current_todos, format_todos
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 from ctxfold.transcript.model import (
@@ -28,7 +30,16 @@ from ctxfold.transcript.model import (
     ToolResultPart,
 )
 
-SECTIONS = ("Current State", "Key Information", "Context & Decisions", "Exact Next Steps", "Todo List")
+SECTIONS = (
+    "Current State",
+    "User Rules (verbatim)",
+    "User Requests (verbatim)",
+    "Last Deliverable (verbatim)",
+    "Key Information",
+    "Context & Decisions",
+    "Exact Next Steps",
+    "Todo List",
+)
 INPUT_RATIO = 0.80  # the seeds' cap on the summarizing call's input
 WORDS_PER_TOKEN = 0.75
 ARG_CHARS = 120  # per argument value of a rendered tool call
@@ -121,14 +132,23 @@ def system_prompt(budget_tokens: int) -> str:
     return (
         "You summarize a conversation between a user and an AI assistant (often a coding agent) so "
         "that the assistant can continue the work after its context is cleared. The summary replaces "
-        "the whole conversation: the assistant will see nothing else.\n\n"
+        "the whole conversation: the assistant will see nothing else, except that the original session "
+        "file stays readable.\n\n"
         "Write it in the conversation's own language (the language the user writes in). Use exactly "
         f"these Markdown sections, in this order:\n{sections}\n\n"
-        "- Current State: what is being worked on right now and how far it got; the user's current "
-        "request.\n"
-        "- Key Information: exact file paths, commands, identifiers, values, errors and their fixes.\n"
+        "- Current State: first a line 'Where things stand: waiting for the user' (the last message asked "
+        "the user something: quote the question), 'in progress' (say the step under way and the next "
+        "step) or 'done' (say what was delivered; nothing is pending), as the facts given below state it.\n"
+        "- User Rules (verbatim): every instruction of the user's that holds for the rest of the session, "
+        "quoted word for word.\n"
+        "- User Requests (verbatim): every user request, oldest first, quoted word for word (long older "
+        "ones by their first and last sentences); the newest in full.\n"
+        "- Last Deliverable (verbatim): the last substantial assistant message (review, plan, report, "
+        "answer), whole; if it cannot fit, leave out whole sections and name them, never cut a sentence.\n"
+        "- Key Information: exact file paths, commands, identifiers, values, errors still open.\n"
         "- Context & Decisions: what was decided and why, constraints, approaches tried and rejected.\n"
-        "- Exact Next Steps: the concrete next actions, in order.\n"
+        "- Exact Next Steps: the concrete next actions, in order; when waiting, ask the question again "
+        "and wait; when done, wait for a new request; never continue finished work.\n"
         "- Todo List: every task with its status; when a todo list is given, reproduce it verbatim.\n\n"
         f"Be specific and dense. Stay within {word_limit(budget_tokens)} words. "
         "Do not address the user; do not add anything the conversation does not support."
@@ -142,9 +162,12 @@ class Prompt:
     dropped: int  # rendered messages left out to fit (on top of ``SummaryRequest.dropped``)
     input_tokens: int  # estimated with the summarizer model's tokenizer
     todos: list[Todo] | None
+    carry: Carry | None = None  # the facts given to the model, to check its answer against
 
 
-def _blocks(request: SummaryRequest, todos: list[Todo] | None, previous: str | None) -> tuple[str, str]:
+def _blocks(
+    request: SummaryRequest, todos: list[Todo] | None, previous: str | None, facts: str = ""
+) -> tuple[str, str]:
     """The text before and after the conversation."""
     head = ""
     if previous:
@@ -158,10 +181,31 @@ def _blocks(request: SummaryRequest, todos: list[Todo] | None, previous: str | N
         )
     else:
         tail += '\n\nNo todo list was recorded: in "## Todo List" list the open tasks the conversation implies, or "none".'
+    if facts:
+        tail += f"\n\n[Facts extracted from the conversation: keep them]\n{facts}\n[End facts]"
+    if request.source:
+        where = f" ({request.source_range})" if request.source_range else ""
+        tail += f"\n\nName the original session file in Current State: `{request.source}`{where}."
     if request.instructions and request.instructions.strip():
-        tail += f"\n\n[Focus]\nThe user asked the summary to focus on: {request.instructions.strip()}"
+        tail += (
+            f"\n\n[Focus]\nThe user asked the summary to focus on: {request.instructions.strip()}. Keep what "
+            "matches it first and verbatim; if nothing does, say so in Context & Decisions."
+        )
     tail += "\n\nWrite the summary now."
     return head, tail
+
+
+def _facts(carry: Carry, budget_tokens: int, tok: Tokenizer, limit: int) -> str:
+    """The facts block within ``limit`` tokens: long requests and the deliverable shortened first,
+    then the block cut to its head and tail (the answer is still checked against every fact)."""
+    chars = max(400, int(budget_tokens * 4 * 0.4))  # the deliverable may take 40 % of the output
+    text = facts_block(carry, chars)
+    for request_chars in (200, 80):
+        if tok.count(text) <= limit:
+            return text
+        short = replace(carry, requests=[first_and_last(r, request_chars) for r in carry.requests])
+        text = facts_block(short, min(chars, 1000))
+    return _fit_text(text, tok.count(text), limit)
 
 
 def _fit_text(text: str, tokens: int, budget: int) -> str:
@@ -179,6 +223,7 @@ def build_prompt(
     tokenizer: Tokenizer | str = "o200k",
     tool_results: ToolResults | str | None = None,
     max_output: int | None = None,
+    carry: Carry | None = None,
 ) -> Prompt:
     """The system and user prompt for ``request``, fitted to ``window``.
 
@@ -189,6 +234,7 @@ def build_prompt(
     tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     mode = ToolResults.parse(tool_results)
     todos = current_todos(request.messages, request.todos)
+    carry = extract(request) if carry is None else carry
     system = system_prompt(request.budget_tokens)
     cap = int(window * INPUT_RATIO)
     if max_output:  # leave room for the summary; an output budget near the window is the caller's error
@@ -197,7 +243,7 @@ def build_prompt(
     previous = (request.previous_summary or "").strip() or None
     if previous:
         previous = _fit_text(previous, tok.count(previous), max(0, cap // 3))
-    head, tail = _blocks(request, todos, previous)
+    head, tail = _blocks(request, todos, previous, _facts(carry, request.budget_tokens, tok, cap // 3))
     available = cap - fixed - tok.count(head) - tok.count(tail) - 16
     lines = render_messages(request.messages, mode)
     counts = tok.count_batch(lines) if lines else []
@@ -213,4 +259,4 @@ def build_prompt(
     note = f"[{omitted} earlier messages were left out to fit]\n" if omitted else ""
     body = "\n".join(kept)
     user = f"{head}{note}[Conversation]\n{body}\n[End conversation]{tail}"
-    return Prompt(system, user, start, tok.count(system) + tok.count(user), todos)
+    return Prompt(system, user, start, tok.count(system) + tok.count(user), todos, carry)

@@ -33,6 +33,8 @@ class StrategyInput:
     budget_tokens: int
     instructions: str | None = None
     keep_observations: int = 10
+    source: str | None = None  # the original session file, named in the summary
+    source_range: str | None = None  # the part of it folded, in words
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,12 @@ import math
 from collections.abc import Sequence
 
 from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
-from ctxfold.strategies.summary import SummaryStrategy, fold
-from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
+from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold
+from ctxfold.transcript.model import Message
 
 TAIL_RATIO = 0.30
 MIN_TAIL = 3
 MAX_PASSES = 3
-
-
-def clean_cut(messages: Sequence[Message], i: int) -> bool:
-    """True when no tool call before ``i`` is answered at or after it, and vice versa."""
-    before_calls = {p.id for m in messages[:i] for p in m.parts if isinstance(p, ToolCallPart)}
-    after_results = {p.call_id for m in messages[i:] for p in m.parts if isinstance(p, ToolResultPart)}
-    return not (before_calls & after_results)
 
 
 def safe_split(messages: Sequence[Message], candidate: int) -> int | None:
@@ -61,6 +54,8 @@ class SlidingWindowStrategy:
                 budget_tokens=inp.budget_tokens,
                 summarizer_window=inp.summarizer_window,
                 instructions=inp.instructions,
+                source=inp.source,
+                source_range=inp.source_range,
             )
             result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
             if not inp.policy.due(inp.predict(result)):

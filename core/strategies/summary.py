@@ -15,14 +15,18 @@ from dataclasses import dataclass, replace
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
 from ctxfold.providers.render import clip
+from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, Standing, assess
 from ctxfold.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.tokens.counting import Counter
-from ctxfold.transcript.model import Message, TextPart, ToolResultPart
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 SUMMARIZER_INPUT_RATIO = 0.80
 CLIP_CHARS = 8_000
 QUOTE_CHARS = 2_000  # the continuation points at the request; the summary holds it in full
 _QUOTE_OPEN, _QUOTE_CLOSE = "The user's current request is: `", "`. Continue working"
+_LAST_OPEN, _ASKED_CLOSE, _DONE_CLOSE = "The user's last request was: `", "`. The assistant then", "`. It"
+TAIL_SHARE = 0.35  # of the summary's budget, at most, for the exchange under way kept verbatim
+MIN_SUMMARY = 300  # tokens the summary keeps whatever the tail would take
 UNLIMITED_WINDOW = 10**12
 
 
@@ -32,19 +36,36 @@ def summary_message(text: str) -> Message:
     )
 
 
-def continuation_message(user_request: str | None) -> Message:
-    if user_request:
+def continuation_message(
+    user_request: str | None, standing: Standing | None = None, *, tail: bool = False
+) -> Message:
+    """What the next agent is told to do, matching where things stand: carry on with the request
+    (in progress), put the open question to the user again and wait (waiting), or wait for a new
+    request (done); never "continue" finished work."""
+    head = f"{CONTINUATION_OPEN} because it exceeded the context window. The summary above contains all prior context."
+    state = standing.state if standing is not None else IN_PROGRESS
+    quoted = clip(user_request, QUOTE_CHARS) if user_request else None
+    if state == WAITING and standing is not None:
+        asked = clip(" ".join((standing.question or "").split()), QUOTE_CHARS)
+        said = f" {_LAST_OPEN}{quoted}{_ASKED_CLOSE}" if quoted else " The assistant"
         text = (
-            f"{CONTINUATION_OPEN} because it exceeded the context window. "
-            f"The summary above contains all prior context. {_QUOTE_OPEN}{clip(user_request, QUOTE_CHARS)}"
-            f"{_QUOTE_CLOSE} on this request without asking the user to repeat anything.]"
+            f"{head}{said} asked the user a question they have not answered yet: `{asked}`. Put this question "
+            "to the user again and wait for their answer; do not choose for them or carry on before they reply.]"
+        )
+    elif state == DONE:
+        said = f" {_LAST_OPEN}{quoted}{_DONE_CLOSE}" if quoted else " The work"
+        text = (
+            f"{head}{said} was delivered and nothing is pending. Wait for the user's next request; do not redo, "
+            "extend or continue the finished work.]"
+        )
+    elif quoted:
+        below = " The step under way is kept verbatim after this note." if tail else ""
+        text = (
+            f"{head} {_QUOTE_OPEN}{quoted}{_QUOTE_CLOSE} on this request without asking the user to repeat "
+            f"anything.{below}]"
         )
     else:
-        text = (
-            f"{CONTINUATION_OPEN} because it exceeded the context window. "
-            "The summary above contains all prior context. Continue working without asking the "
-            "user to repeat anything.]"
-        )
+        text = f"{head} Continue working without asking the user to repeat anything.]"
     return Message("user", (TextPart(text),), extra={"ctxfold": "continuation"})
 
 
@@ -61,9 +82,17 @@ def continued_request(message: Message) -> str | None:
     """The request an earlier continuation message quoted, so that a second compaction with no
     new request in between still names it."""
     text = message.text if message.role == "user" else ""
-    if not text.startswith(CONTINUATION_OPEN) or _QUOTE_OPEN not in text or _QUOTE_CLOSE not in text:
+    if not text.startswith(CONTINUATION_OPEN):
         return None
-    return text[text.index(_QUOTE_OPEN) + len(_QUOTE_OPEN) : text.rindex(_QUOTE_CLOSE)] or None
+    for opener, closer in (
+        (_QUOTE_OPEN, _QUOTE_CLOSE),
+        (_LAST_OPEN, _ASKED_CLOSE),
+        (_LAST_OPEN, _DONE_CLOSE),
+    ):
+        if opener in text and closer in text[text.index(opener) :]:
+            start = text.index(opener) + len(opener)
+            return text[start : text.rindex(closer)] or None
+    return None
 
 
 def latest_user_request(messages: Sequence[Message]) -> str | None:
@@ -129,11 +158,37 @@ def truncate_for_summarizer(
     return kept, start
 
 
+def clean_cut(messages: Sequence[Message], i: int) -> bool:
+    """True when no tool call before ``i`` is answered at or after it, and vice versa."""
+    before_calls = {p.id for m in messages[:i] for p in m.parts if isinstance(p, ToolCallPart)}
+    after_results = {p.call_id for m in messages[i:] for p in m.parts if isinstance(p, ToolResultPart)}
+    return not (before_calls & after_results)
+
+
 @dataclass(frozen=True)
 class Folded:
     messages: list[Message]
     summary: SummaryResult
     dropped: int
+    tail: int = 0  # trailing input messages kept verbatim after the summary and continuation
+
+
+def exchange_tail(
+    body: Sequence[Message], standing: Standing, counter: Counter, budget_tokens: int
+) -> list[Message]:
+    """The exchange under way, verbatim: from the assistant's last words of the current step to
+    the end, within ``TAIL_SHARE`` of the budget, cut only where no tool call is separated from
+    its result (the start moves forward when the whole does not fit; nothing when nothing does)."""
+    if standing.state != IN_PROGRESS or standing.tail_start is None or not body:
+        return []
+    limit = min(int(budget_tokens * TAIL_SHARE), budget_tokens - MIN_SUMMARY)
+    sizes = [c.total for c in counter.count_messages(list(body[standing.tail_start :]))]
+    for k in range(standing.tail_start, len(body)):
+        if sum(sizes[k - standing.tail_start :]) > limit:
+            continue
+        if clean_cut(body, k) and body[k].role == "assistant":
+            return list(body[k:])
+    return []
 
 
 def fold(
@@ -144,20 +199,36 @@ def fold(
     budget_tokens: int,
     summarizer_window: int,
     instructions: str | None = None,
+    source: str | None = None,
+    source_range: str | None = None,
+    keep_tail: bool = False,
 ) -> Folded:
+    """Summarize ``messages`` (a summary ctxfold wrote at their head is rolled in); with
+    ``keep_tail``, the exchange under way stays verbatim after ``[summary, continuation]``."""
     previous = summary_of(messages[0]) if messages else None
     body = list(messages[1:]) if previous is not None else list(messages)
+    standing = assess(body)
+    tail = exchange_tail(body, standing, counter, budget_tokens) if keep_tail else []
+    tail_tokens = sum(c.total for c in counter.count_messages(tail)) if tail else 0
     kept, dropped = truncate_for_summarizer(body, counter, summarizer_window)
     request = SummaryRequest(
-        kept, budget_tokens, previous_summary=previous, instructions=instructions, dropped=dropped
+        kept,
+        max(1, budget_tokens - tail_tokens),
+        previous_summary=previous,
+        instructions=instructions,
+        dropped=dropped,
+        source=source,
+        source_range=source_range,
+        continues=not keep_tail,
     )
     result = summarizer(request)
-    out = [summary_message(result.text), continuation_message(latest_user_request(body))]
-    return Folded(out, result, dropped)
+    note = continuation_message(latest_user_request(body), standing, tail=bool(tail))
+    return Folded([summary_message(result.text), note, *tail], result, dropped, len(tail))
 
 
 class SummaryStrategy:
-    """Everything becomes ``[summary, continuation]``."""
+    """Everything becomes ``[summary, continuation]``, and the exchange under way, when one is,
+    stays verbatim after them."""
 
     name = "summary"
     uses_summarizer = True
@@ -170,10 +241,20 @@ class SummaryStrategy:
             budget_tokens=inp.budget_tokens,
             summarizer_window=inp.summarizer_window,
             instructions=inp.instructions,
+            source=inp.source,
+            source_range=inp.source_range,
+            keep_tail=True,
         )
         notes = (
             (f"{folded.dropped} oldest message(s) left out of the summarizer's input to fit its window",)
             if folded.dropped
             else ()
         )
-        return StrategyOutput(folded.messages, folded=len(inp.messages), summary=folded.summary, notes=notes)
+        if folded.tail:
+            notes = (
+                *notes,
+                f"the exchange under way ({folded.tail} message(s)) kept verbatim after the summary",
+            )
+        return StrategyOutput(
+            folded.messages, folded=len(inp.messages) - folded.tail, summary=folded.summary, notes=notes
+        )

@@ -91,7 +91,10 @@ def decode(data: Mapping[str, Any]) -> Any:
     if unknown:
         raise ValueError(f"unknown field(s) for {kind}: {', '.join(sorted(unknown))}")
     kwargs: dict[str, Any] = {}
+    nullable = {f.name for f in dataclasses.fields(cls) if f.default is None}
     for key, v in data.items():
+        if key in _NESTED and v is None and key not in nullable:
+            raise TypeError(f"{key!r} should be {'a list' if _NESTED[key] else 'an object'}, got null")
         if key in _NESTED and v is not None:
             allowed = _ALLOWED[key]
             if _NESTED[key]:

@@ -23,6 +23,31 @@ def _extra() -> Any:
     return field(default_factory=dict, repr=False)
 
 
+# No request, response or window has ever counted a billion tokens: a count beyond it in a log
+# is damage (a flipped byte, 2**64, 1e308), and would overflow the arithmetic that follows.
+MAX_COUNT = 10**9
+
+
+class CountError(ValueError):
+    """A token count read from a log is negative, not a whole number, or beyond any real count;
+    the loader reports it as a bad line naming the file and line."""
+
+
+def _check_counts(entry: object, names: tuple[str, ...]) -> None:
+    """The one place every reader's numbers pass: each named field is None or a count."""
+    for name in names:
+        value = getattr(entry, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_COUNT:
+                continue  # 1200.0 from a JSON writer that prints every number as a float
+            raise CountError(f"{name} is {value!r}, not a token count")
+        if not 0 <= value <= MAX_COUNT:
+            shown = f"{value:,}" if abs(value) < 10**15 else f"about 10^{len(str(abs(value))) - 1}"
+            raise CountError(f"{name} is {shown}, {'negative' if value < 0 else 'beyond any real count'}")
+
+
 # ----------------------------------------------------------------------------------- parts
 
 
@@ -132,6 +157,17 @@ Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | MediaPart | Opa
 # --------------------------------------------------------------------------------- entries
 
 
+_USAGE_COUNTS = (
+    "prompt_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "reasoning_tokens",
+    "context_window",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts the provider reported for one model response.
@@ -156,6 +192,9 @@ class Usage:
     context_window: int | None = None
     fields: Mapping[str, str] = _extra()
     kind: ClassVar[str] = "usage"
+
+    def __post_init__(self) -> None:
+        _check_counts(self, _USAGE_COUNTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +254,9 @@ class CompactionMarker:
     extra: Mapping[str, Any] = _extra()
     kind: ClassVar[str] = "compaction"
 
+    def __post_init__(self) -> None:
+        _check_counts(self, ("tokens_before", "tokens_after"))
+
 
 @dataclass(frozen=True, slots=True)
 class ApiError:
@@ -232,6 +274,9 @@ class ApiError:
     timestamp: str | None = None
     extra: Mapping[str, Any] = _extra()
     kind: ClassVar[str] = "api_error"
+
+    def __post_init__(self) -> None:
+        _check_counts(self, ("prompt_tokens", "limit"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +315,9 @@ class ContextUpdate:
     session_id: str | None = None
     extra: Mapping[str, Any] = _extra()
     kind: ClassVar[str] = "context"
+
+    def __post_init__(self) -> None:
+        _check_counts(self, ("context_window",))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,10 @@ from ctxfold.transcript.model import Message, Part, TextPart, ToolCallPart, Tool
 INTERRUPTED = "[no result was recorded for this call: it was interrupted]"
 
 
-def repair_pairs(messages: Sequence[Message]) -> tuple[list[Message], list[str]]:
+def repair_pairs(messages: Sequence[Message], *, close_last: bool = False) -> tuple[list[Message], list[str]]:
+    """The messages with every pair whole. A call left unanswered by the last message is kept
+    open (its result may still come), unless ``close_last``: a session that is resumed later, with
+    a new user turn after it, must not send a call no result follows."""
     out: list[Message] = []
     notes: list[str] = []
     asked: set[str] = set()
@@ -36,7 +39,7 @@ def repair_pairs(messages: Sequence[Message]) -> tuple[list[Message], list[str]]
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
         asked.update(p.id for p in calls)
         missing = [p for p in calls if p.id not in answered]
-        if missing and i < len(messages) - 1:
+        if missing and (i < len(messages) - 1 or close_last):
             for p in missing:
                 notes.append(f"added an 'interrupted' result for the unanswered call {p.id!r} ({p.name})")
             results = tuple(

@@ -4,8 +4,9 @@ script and records every request, so a test can see exactly what a real harness 
 The base (:class:`ScriptedServer`) knows nothing of any API: it records each request (method,
 path, headers, JSON body) and hands it to an API module's handler, which turns the next
 :class:`Reply` of the script into that API's response (a JSON body or server-sent events).
-``anthropic_api`` below speaks the Anthropic Messages API (Claude Code, pi); the other APIs
-live beside it (``responses_server.py``, ``genai_server.py``) on the same base.
+``anthropic_api`` below speaks the Anthropic Messages API (Claude Code, pi) and ``chat_api`` the
+OpenAI Chat Completions API; the others live beside them (``responses_server.py`` for Codex,
+``genai_server.py`` for Gemini CLI) on the same base.
 
     with ScriptedServer(anthropic_api, [Reply(tool_calls=[("Bash", {"command": "ls"})]), Reply("Done.")]) as srv:
         run_harness(env={"ANTHROPIC_BASE_URL": srv.url})
@@ -81,10 +82,14 @@ class Response:
         self._h.send_header("connection", "close")
         self._h.end_headers()
         for name, data in events:
-            chunk = (f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n"
+            payload = data if data == DONE else json.dumps(data)  # the chat API's end of stream is not JSON
+            chunk = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
             self._h.wfile.write(chunk.encode())
             self._h.wfile.flush()
         self._h.close_connection = True
+
+
+DONE = "[DONE]"
 
 
 def rough_tokens(body: Any) -> int:
@@ -284,3 +289,68 @@ class AnthropicApi:
 
 
 anthropic_api = AnthropicApi()
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions API
+
+
+class ChatApi:
+    """``POST /v1/chat/completions`` (streaming chunks or one completion), for harnesses and
+    providers that speak the OpenAI chat API (pi's ``openai-completions``, proxies)."""
+
+    ids = _Ids()
+
+    def handle(self, server: ScriptedServer, request: Recorded, out: Response) -> None:
+        path = request.path.split("?", 1)[0]
+        body = request.body if isinstance(request.body, dict) else {}
+        if request.method != "POST" or not path.endswith("/chat/completions"):
+            out.json(404, {"error": {"message": f"no such route {path}", "type": "invalid_request_error"}})
+            return
+        reply = server.reply_for(request)
+        calls = [
+            {
+                "id": self.ids.next("call_lab"),
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for name, args in reply.tool_calls
+        ]
+        tokens = reply.input_tokens if reply.input_tokens is not None else rough_tokens(body)
+        usage = {
+            "prompt_tokens": tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": tokens + reply.output_tokens,
+        }
+        finish = "tool_calls" if calls else "stop"
+        base = {
+            "id": self.ids.next("chatcmpl_lab"),
+            "created": 1764000000,
+            "model": body.get("model", "gpt-lab"),
+        }
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+            if calls:
+                message["tool_calls"] = calls
+            choice = {"index": 0, "message": message, "finish_reason": finish}
+            out.json(200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage})
+            return
+        out.events(self._chunks(base, reply.text, calls, finish, usage))
+
+    def _chunks(
+        self, base: dict[str, Any], text: str, calls: list[dict[str, Any]], finish: str, usage: dict[str, int]
+    ) -> Iterator[tuple[str | None, Any]]:
+        def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": reason}
+            return {**base, "object": "chat.completion.chunk", "choices": [choice]}
+
+        yield None, chunk({"role": "assistant", "content": ""})
+        if text:
+            yield None, chunk({"content": text})
+        for i, call in enumerate(calls):
+            yield None, chunk({"tool_calls": [{"index": i, **call}]})
+        yield None, chunk({}, finish)
+        yield None, {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
+        yield None, DONE
+
+
+chat_api = ChatApi()

@@ -2,7 +2,8 @@
 
 ``check`` works on the entries our reader produced (one sessionId, the conversation starts
 with a user message, a compaction is followed by the ``isCompactSummary`` user line, tool
-results answer the ``tool_use`` blocks of the assistant turn just before them). ``check_file``
+results answer the ``tool_use`` blocks of the assistant turn just before them, tool call ids
+the Messages API takes: Claude Code sends the log's ``tool_use`` blocks back as they are). ``check_file``
 adds the rules that need the raw lines: per-line fields, unique uuids, the resume walk from the
 newest main-chain line back along ``parentUuid`` reaching a root without a missing link (a
 missing parent makes Claude Code drop everything before it), no second root on the main chain,
@@ -11,6 +12,7 @@ and the shape of ``compact_boundary`` lines. The two are disjoint: ``ctxfold val
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from ctxfold.formats.jsonl import iter_lines
 from ctxfold.formats.validate import TurnCalls
 from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Entry, Message
 
+_TOOL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what the Messages API accepts as a tool_use id
 _CONVERSATION = ("user", "assistant", "system")
 _LINKED = (*_CONVERSATION, "attachment", "progress")
 # Written by Claude Code on every user/assistant/system line (v1.0.98 … v2.1.126).
@@ -59,6 +62,9 @@ def check(items: Sequence[tuple[int, Entry]]) -> list[tuple[int, str]]:
                     (line, f"the conversation starts with {article} {e.role} message, not a user message")
                 )
             started = True
+            for c in e.tool_calls:
+                if not _TOOL_ID.fullmatch(c.id):
+                    out.append((line, f"tool_use id {c.id!r} is not one the Messages API takes"))
             for cid in turn.unanswered(e):
                 out.append((line, f"tool_result {cid!r} answers no tool_use of the assistant turn before it"))
     if boundary is not None:

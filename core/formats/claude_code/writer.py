@@ -24,7 +24,9 @@ writes after each turn.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -35,6 +37,7 @@ from ctxfold.formats.anthropic.writer import usage_dict
 from ctxfold.formats.base import now_iso, zeroed
 from ctxfold.formats.claude_code.check import check, check_file
 from ctxfold.formats.claude_code.parts import SYNTHETIC
+from ctxfold.formats.origin import last_model, native, session_cwd, sources
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -54,6 +57,7 @@ from ctxfold.transcript.model import (
 __all__ = ["check", "check_file", "write"]
 
 NAME = "claude-code"
+NO_RESPONSE = "No response requested."  # Claude Code's answer to a user turn left unanswered
 DEFAULT_VERSION = "2.1.112"  # the newest version whose compaction lines we checked our output against
 # Fields Claude Code writes on every conversation line, taken from the session's own lines.
 _COMMON = (
@@ -74,22 +78,25 @@ _SKIP = frozenset(
 )  # fmt: skip
 
 
-def _sources(t: Transcript) -> list[Transcript]:
-    original = t.extra.get("original")
-    return [t, original] if isinstance(original, Transcript) else [t]
-
-
 def _template(t: Transcript) -> dict[str, Any]:
-    """The per-line session fields of the newest main-chain line that has them."""
-    for src in _sources(t):
-        for e in reversed(src.entries):
-            if isinstance(e, Message) and e.branch is None and isinstance(e.extra.get("cwd"), str):
-                return {k: e.extra[k] for k in _COMMON if k in e.extra}
-    return {"userType": "external", "cwd": os.getcwd(), "version": DEFAULT_VERSION, "gitBranch": ""}
+    """The per-line session fields of the newest main-chain line that has them; for a transcript
+    of another harness, those of a new session in the directory it names."""
+    if native(t, NAME):
+        for src in sources(t):
+            for e in reversed(src.entries):
+                if isinstance(e, Message) and e.branch is None and isinstance(e.extra.get("cwd"), str):
+                    return {k: e.extra[k] for k in _COMMON if k in e.extra}
+    cwd = session_cwd(t) or os.getcwd()
+    return {"userType": "external", "cwd": cwd, "version": DEFAULT_VERSION, "gitBranch": ""}
+
+
+def claude_model(model: str | None) -> str | None:
+    """The model when Claude Code can ask for it (a Claude model), else None."""
+    return model if model and re.match(r"^(anthropic/)?claude", model, re.I) else None
 
 
 def _session_id(t: Transcript, template: Mapping[str, Any]) -> str:
-    for src in _sources(t):
+    for src in sources(t):
         for e in src.entries:
             if isinstance(e, ContextUpdate) and e.session_id:
                 return e.session_id
@@ -163,6 +170,39 @@ def _block(p: Part) -> dict[str, Any] | None:
 
 def _usage(u: Usage | None) -> dict[str, Any]:
     return usage_dict(u or Usage(0))  # Claude Code's synthetic messages carry all-zero usage
+
+
+# --------------------------------------------------------------------- another harness's messages
+
+
+def _tool_id(cid: str) -> str:
+    """A tool call id the Messages API takes (letters, digits, ``_`` and ``-``, 64 at most)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", cid)[:64] or "toolu_none"
+
+
+def _plain(p: Part, claude: bool) -> Part | None:
+    """A part of another format as Claude Code would hold it, or None when it has no place
+    there: that format's own block fields go, an opaque block goes, and thinking goes unless a
+    Claude model signed it (the API refuses thinking it cannot verify)."""
+    if isinstance(p, OpaquePart) or (isinstance(p, ThinkingPart) and not (claude and p.signature)):
+        return None
+    if isinstance(p, ToolCallPart):
+        return dataclasses.replace(p, id=_tool_id(p.id), extra={})
+    if isinstance(p, ToolResultPart):
+        content = tuple(c for c in (_plain(c, claude) for c in p.content) if c is not None)
+        return dataclasses.replace(p, call_id=_tool_id(p.call_id), content=content, extra={})
+    return dataclasses.replace(p, extra={}) if p.extra else p
+
+
+def _adopt(m: Message) -> Message | None:
+    """A message another harness wrote, with none of its format's fields (only ctxfold's own
+    mark is kept); an answer left with nothing to say is dropped."""
+    model = claude_model(m.model)
+    parts = tuple(q for q in (_plain(p, model is not None) for p in m.parts) if q is not None)
+    if m.role == "assistant" and not parts:
+        return None
+    extra = {k: v for k, v in m.extra.items() if k == "ctxfold"}
+    return dataclasses.replace(m, parts=parts, model=model, extra=extra)
 
 
 # ------------------------------------------------------------------------------------ writer
@@ -273,6 +313,14 @@ def _last_prompt(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def _model_holder(model: str, ts: str) -> Message:
+    """The answer a compacted log ends with when its last message is the user's: Claude Code
+    resumes with the model of the newest answer on the chain (a log without one resumes with its
+    default model), and, finding the user's turn unanswered, adds this same answer itself
+    (as ``<synthetic>``, which names no model)."""
+    return Message("assistant", (TextPart(NO_RESPONSE),), timestamp=ts, model=model, usage=Usage(0))
+
+
 def write(t: Transcript) -> Iterator[bytes]:
     """The lines of a Claude Code session log for ``t`` (main chain only)."""
     template = _template(t)
@@ -281,10 +329,13 @@ def write(t: Transcript) -> Iterator[bytes]:
     main = [i for i, e in enumerate(entries) if isinstance(e, Message) and e.branch is None]
     summary_at = -1
     written: list[Message] = []
+    nat = native(t, NAME)
     for i, e in enumerate(entries):
         if isinstance(e, Message):
-            if e.branch is not None:
+            adopted = e if nat else _adopt(e)
+            if e.branch is not None or adopted is None:
                 continue
+            e = adopted
             written.append(e)
             if e.role == "assistant":
                 yield from w.assistant(e)
@@ -302,11 +353,16 @@ def write(t: Transcript) -> Iterator[bytes]:
             elif e.summary:
                 yield w.user(Message("user", (TextPart(e.summary),), timestamp=e.timestamp), summary=True)
         elif (
-            isinstance(e, ApiError)
+            nat
+            and isinstance(e, ApiError)
             and e.extra.get("type") in ("assistant", "system")
             and bool(e.extra.get("isSidechain")) == w.side  # errors of the chain being written
         ):
             yield w.line(e.extra["type"], e.extra, e.timestamp, e.extra.get("message"))
+    model = claude_model(last_model(t))
+    folded = any(isinstance(e, CompactionMarker) and e.source != NAME for e in entries)
+    if folded and model and written and written[-1].role != "assistant":
+        yield from w.assistant(_model_holder(model, w.ts))
     prompt = _last_prompt(written)
     major = str(template.get("version", "")).split(".")[0]
     if prompt is not None and w.prev is not None and major.isdigit() and int(major) >= 2:

@@ -3,9 +3,16 @@
 ``response_item`` lines are the conversation (Responses API items); ``event_msg`` lines mostly
 duplicate them for the UI and are skipped, except ``token_count`` (usage), ``task_started``
 (context window) and context-overflow errors. Codex writes a response's items as they stream
-and its ``token_count`` after the response completes, in newer CLIs even after the tool outputs
-of that response. Messages are frozen, so the reader holds the last assistant-side message (plus
-the tool outputs that follow it) until its usage arrives or something else ends the response.
+and its usage after the response completes, in newer CLIs even after the tool outputs of that
+response. Messages are frozen, so the reader holds the last assistant-side message (plus the
+tool outputs that follow it) until its usage arrives or something else ends the response.
+
+Newer CLIs (0.148+, ``history_mode: "paginated"``) number every line (``ordinal``, checked by
+``check.py``, renumbered by the writer) and put response-item bookkeeping beside the payload
+(``metadata``: kept in ``extra["codex_line"]``). From 0.153 each response's usage is a
+``token_usage_record`` line (with its turn and response ids); once a rollout has one, its
+``token_count`` events only say the window. ``world_state`` lines (the harness state Codex diffs
+its context against) become a ContextUpdate holding the payload, so a round trip keeps them.
 """
 
 from __future__ import annotations
@@ -23,16 +30,36 @@ from ctxfold.transcript.model import ApiError, CompactionMarker, ContextUpdate, 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout JSONL (session_meta / response_item / event_msg / turn_context lines)"
 
-_LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_LINE_TYPES = frozenset(
+    {
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "world_state",
+        "token_usage_record",
+    }
+)
+LINE_KEYS = frozenset({"timestamp", "ordinal", "type", "payload"})  # a line's own keys; others go in extra
+WORLD_STATE = "world_state"  # ContextUpdate.extra key holding a world_state payload
+LINE_EXTRA = "codex_line"  # Message.extra key holding the line's other keys (response-item metadata)
+RECORD = "codex_usage_record"  # Message.extra key: the token_usage_record's fields besides usage
 _OVERFLOW_HINT = re.compile(r"context[ _](?:window|length)|ran out of room|prompt is too long", re.I)
 _LAST = "payload.info.last_token_usage"
-_FIELDS: Mapping[str, str] = {
-    "prompt_tokens": f"{_LAST}.input_tokens",
-    "output_tokens": f"{_LAST}.output_tokens",
-    "cache_read_tokens": f"{_LAST}.cached_input_tokens",
-    "reasoning_tokens": f"{_LAST}.reasoning_output_tokens",
+_NAMES = {
+    "prompt_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_tokens": "cached_input_tokens",
+    "cache_write_tokens": "cache_write_input_tokens",
+    "reasoning_tokens": "reasoning_output_tokens",
+}
+_EVENT_FIELDS: Mapping[str, str] = {
+    **{k: f"{_LAST}.{v}" for k, v in _NAMES.items()},
     "context_window": "payload.info.model_context_window",
 }
+RECORD_USAGE = "payload.usage"
+_RECORD_FIELDS: Mapping[str, str] = {k: f"{RECORD_USAGE}.{v}" for k, v in _NAMES.items()}
 
 
 def sniff(objs: Sequence[Any]) -> int:
@@ -60,29 +87,34 @@ def sniff(objs: Sequence[Any]) -> int:
 
 class Reader:
     """Streams one rollout; holds at most one response's tail (its last assistant-side item and
-    the tool outputs after it) while waiting for that response's token_count."""
+    the tool outputs after it) while waiting for that response's usage."""
 
     def __init__(self) -> None:
         self._held: list[Message] = []  # [last assistant-side message, tool outputs after it...]
         self._model: str | None = None
         self._window: int | None = None
         self._totals: Any = None  # info.total_token_usage of the last token_count seen
+        self._records = False  # usage comes from token_usage_record lines (token_count: window only)
         self._names: dict[str, str] = {}  # call_id → tool name, to name tool results
-        self.dropped_usage = 0  # new token_counts with no assistant message to carry them
+        self.dropped_usage = 0  # new usage records with no assistant message to carry them
 
     def feed(self, line: Line) -> Iterable[Entry]:
         d = obj(line)
         kind = need(d, "type", line, str)
         if kind not in _LINE_TYPES:
-            return ()  # e.g. world_state: not part of the model's context
+            return ()  # a line type Codex added later: not part of the model's context
         p = need(d, "payload", line, dict)
         ts = get_str(d, "timestamp")
         if kind == "response_item":
-            return self._response_item(p, line, ts)
+            return self._response_item(p, line, ts, rest(d, LINE_KEYS))
         if kind == "event_msg":
             return self._event(p, line, ts)
+        if kind == "token_usage_record":
+            return self._usage_record(p, line)
         if kind == "turn_context":
             return self._turn_context(p)
+        if kind == "world_state":
+            return self._flush([ContextUpdate(extra={WORLD_STATE: p})])
         if kind == "session_meta":
             return self._flush([self._session_meta(p, line)])
         return self._flush([self._compacted(p, line, ts)])
@@ -99,8 +131,12 @@ class Reader:
             out.extend(then)
         return out
 
-    def _response_item(self, p: dict[str, Any], line: Line, ts: str | None) -> list[Entry]:
+    def _response_item(
+        self, p: dict[str, Any], line: Line, ts: str | None, line_extra: dict[str, Any]
+    ) -> list[Entry]:
         msg = item_message(p, line, ts, self._model, self._names)
+        if line_extra:
+            msg = replace(msg, extra={**msg.extra, LINE_EXTRA: line_extra})
         if msg.role == "assistant":
             out = self._flush()
             self._held = [msg]
@@ -131,6 +167,46 @@ class Reader:
             extra=rest(p, ("message", "replacement_history")),
         )
 
+    # -- usage: token_usage_record lines (newer CLIs) or token_count events
+
+    def _attach(self, usage: Usage, extra: dict[str, Any] | None = None) -> list[Entry]:
+        if not self._held:
+            self.dropped_usage += 1
+            return []
+        first = self._held[0]
+        self._held[0] = replace(
+            first, usage=usage, extra={**first.extra, RECORD: extra} if extra else first.extra
+        )
+        return self._flush()
+
+    def _usage_record(self, p: dict[str, Any], line: Line) -> list[Entry]:
+        """One response's usage, with the ids Codex files it under (kept for a round trip)."""
+        usage = p.get("usage")
+        if not isinstance(usage, dict):
+            raise LineError("token_usage_record needs a 'usage' object", line.no)
+        self._records = True
+        return self._attach(_usage(usage, _RECORD_FIELDS, self._model, self._window), rest(p, ("usage",)))
+
+    def _token_count(self, p: dict[str, Any], line: Line) -> list[Entry]:
+        info = p.get("info")
+        if info is None:
+            return []
+        if not isinstance(info, dict):
+            raise LineError(f"field 'info' should be dict, got {type(info).__name__}", line.no)
+        window = info.get("model_context_window")
+        window = window if isinstance(window, int) and window > 0 else None
+        totals = info.get("total_token_usage")
+        last = info.get("last_token_usage")
+        out: list[Entry] = []
+        new = totals is None or totals != self._totals
+        self._totals = totals
+        # all zeros: no response behind it (Codex writes one after its compaction, to say the window)
+        spent = isinstance(last, dict) and any(as_int(last.get(k)) for k in ("input_tokens", "output_tokens"))
+        if new and isinstance(last, dict) and spent and not self._records:
+            out = self._attach(_usage(last, _EVENT_FIELDS, self._model, window or self._window))
+        out.extend(self._window_update(window))
+        return out
+
     # -- event_msg / turn_context / session_meta
 
     def _event(self, p: dict[str, Any], line: Line, ts: str | None) -> list[Entry]:
@@ -149,39 +225,7 @@ class Reader:
                 n, limit = parse_overflow(msg) or (None, None)
                 err = ApiError(msg, n, limit, timestamp=ts, extra=rest(p, ("message",)))
                 return self._flush([err])
-        return []  # user_message, agent_message, exec/patch/web-search ends...: duplicates
-
-    def _token_count(self, p: dict[str, Any], line: Line) -> list[Entry]:
-        info = p.get("info")
-        if info is None:
-            return []
-        if not isinstance(info, dict):
-            raise LineError(f"field 'info' should be dict, got {type(info).__name__}", line.no)
-        window = info.get("model_context_window")
-        window = window if isinstance(window, int) and window > 0 else None
-        totals = info.get("total_token_usage")
-        last = info.get("last_token_usage")
-        out: list[Entry] = []
-        new = totals is None or totals != self._totals
-        self._totals = totals
-        if new and isinstance(last, dict):
-            reasoning = last.get("reasoning_output_tokens")
-            usage = Usage(
-                prompt_tokens=as_int(last.get("input_tokens")),
-                output_tokens=as_int(last.get("output_tokens")),
-                cache_read_tokens=as_int(last.get("cached_input_tokens")),
-                reasoning_tokens=None if reasoning is None else as_int(reasoning),
-                model=self._model,
-                context_window=window or self._window,
-                fields=_FIELDS,
-            )
-            if self._held:
-                self._held[0] = replace(self._held[0], usage=usage)
-                out = self._flush()
-            else:
-                self.dropped_usage += 1
-        out.extend(self._window_update(window))
-        return out
+        return []  # user_message, agent_message, item_completed, exec ends...: UI duplicates
 
     def _window_update(self, window: Any) -> list[Entry]:
         if not isinstance(window, int) or window <= 0 or window == self._window:
@@ -217,3 +261,19 @@ class Reader:
             session_id=sid,
             extra=rest(p, used),
         )
+
+
+def _usage(last: dict[str, Any], fields: Mapping[str, str], model: str | None, window: int | None) -> Usage:
+    """A Usage from Codex's token-usage object; ``fields`` names only the keys the object has
+    (so a writer knows, e.g., whether this CLI writes ``cache_write_input_tokens``)."""
+    reasoning = last.get("reasoning_output_tokens")
+    return Usage(
+        prompt_tokens=as_int(last.get("input_tokens")),
+        output_tokens=as_int(last.get("output_tokens")),
+        cache_read_tokens=as_int(last.get("cached_input_tokens")),
+        cache_write_tokens=as_int(last.get("cache_write_input_tokens")),
+        reasoning_tokens=None if reasoning is None else as_int(reasoning),
+        model=model,
+        context_window=window,
+        fields={k: f for k, f in fields.items() if k not in _NAMES or _NAMES[k] in last},
+    )

@@ -2,40 +2,48 @@
 
 Codex rebuilds the model's history on resume from the ``response_item`` lines and the newest
 ``compacted`` line carrying ``replacement_history`` (the history restarts from it; the response
-items after it are replayed on top). So the file is: ``session_meta`` first, ``turn_context``
-lines where the transcript had them, one ``response_item`` per message, and after the last item
-of a model response an ``event_msg`` ``token_count`` with that response's usage (cumulative
-totals, as Codex writes them). A ctxfold compaction becomes a ``compacted`` line whose
-``replacement_history`` holds the summary and continuation messages (as user messages, which
-is where Codex's own compaction puts its summary), with the kept tail written after it as
-ordinary response items. No ``turn_context`` is written after it unless the transcript has
-one, so Codex re-injects its initial context (permissions, environment) on the next turn, as
-it does after its own compaction. UI-only events (user_message, agent_message, exec ends,
-task_started) are not written: Codex does not read them back into the model's history.
+items after it are replayed on top). So the file is: ``session_meta`` first, ``turn_context`` and
+``world_state`` lines where the transcript had them, one ``response_item`` per item, and after the
+last item of a model response its usage (a ``token_usage_record`` where the rollout had them, and
+the ``token_count`` event with cumulative totals). A ctxfold compaction becomes a ``compacted``
+line whose ``replacement_history`` holds the summary and continuation messages (as user messages,
+where Codex's own compaction puts its summary), with the kept tail after it as ordinary items. No
+``turn_context`` follows it, so Codex re-injects its initial context (permissions, environment) on
+the next turn, as after its own compaction. UI-only events are not written; a window the log
+recorded is said the way Codex says it after a compaction (a ``token_count`` with no usage).
+
+Layouts, chosen from the input's own ``session_meta``: Codex 0.148 and later write
+``history_mode: "paginated"`` and number every line (``ordinal`` from 0; resuming refuses a
+paginated rollout whose last line has none), older ones neither (``legacy``, which every version
+reads). A transcript from another harness is written in the legacy layout with no model, system
+prompt or reasoning of that harness: Codex supplies its own instructions and model on resume.
+
+A compacted or converted session is a new session: it gets a new id (``session_meta.id``, and the
+rollout's file name when installed; see ``resume.py``), because Codex finds a session by id and
+would otherwise open the original, which stays untouched and resumable.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from ctxfold.formats.base import now_iso
 from ctxfold.formats.codex.check import check, check_file
+from ctxfold.formats.codex.emit import item, items, plain
+from ctxfold.formats.codex.reader import LINE_EXTRA, RECORD, WORLD_STATE
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,
-    MediaPart,
     Message,
-    OpaquePart,
     TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolResultPart,
     Transcript,
     Usage,
 )
@@ -43,112 +51,33 @@ from ctxfold.transcript.model import (
 __all__ = ["check", "check_file", "item", "items", "write"]
 
 NAME = "codex"
+PAGINATED_SINCE = (0, 148, 0)  # the first CLI to write history_mode "paginated" and line ordinals
+_USAGE_KEYS = (
+    ("input_tokens", "prompt_tokens"),
+    ("cached_input_tokens", "cache_read_tokens"),
+    ("cache_write_input_tokens", "cache_write_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("reasoning_output_tokens", "reasoning_tokens"),
+)
 
 
-# ------------------------------------------------------------------------------ response items
+def _version(text: Any) -> tuple[int, ...] | None:
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", text) if isinstance(text, str) else None
+    return tuple(int(x) for x in found.groups()) if found else None
 
 
-def _content(parts: Sequence[Any], default: str) -> list[Any]:
-    out: list[Any] = []
-    for p in parts:
-        if isinstance(p, TextPart):
-            rest = {k: v for k, v in p.extra.items() if k not in ("type", "text")}
-            out.append({"type": p.extra.get("type", default), "text": p.text, **rest})
-        elif isinstance(p, MediaPart):
-            url = f"data:{p.mime_type};base64,{p.data}" if p.data is not None else p.url
-            out.append({"type": "input_image", "image_url": url, **p.extra})
-        elif isinstance(p, OpaquePart):
-            out.append(p.data)
-        elif isinstance(p, ThinkingPart):  # not a content item in Codex: keep its words
-            out.append({"type": default, "text": p.text})
-    return out
+def paginated(meta: Mapping[str, Any]) -> bool:
+    """Whether Codex treats a rollout with this session_meta as paginated (ordinals required):
+    its ``history_mode`` says so; a meta without one is legacy unless its CLI is one that
+    always writes the field (then it was lost, and the version decides)."""
+    mode = meta.get("history_mode")
+    if mode is not None:
+        return mode == "paginated"
+    version = _version(meta.get("cli_version"))
+    return version is not None and version >= PAGINATED_SINCE
 
 
-def _output(r: ToolResultPart) -> Any:
-    """A tool output: a plain string when it is one text, else a list of content items. The
-    older ``{"content": ..., "success": bool}`` shape comes back when the reader kept it."""
-    first = r.content[0] if r.content else None
-    value: Any = _content(r.content, "input_text")
-    if first is None:
-        value = ""
-    elif len(r.content) == 1 and isinstance(first, TextPart) and not first.extra:
-        value = first.text
-    if isinstance(r.extra.get("output"), dict):
-        key = "content" if isinstance(value, str) else "content_items"
-        return {key: value, **r.extra["output"]}
-    return value
-
-
-def _reasoning(m: Message, p: ThinkingPart) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "reasoning"}
-    if m.id is not None:
-        out["id"] = m.id
-    if "summary" not in m.extra:
-        out["summary"] = [{"type": "summary_text", "text": p.text}] if p.text else []
-    out.update(m.extra)
-    out["encrypted_content"] = p.encrypted  # Codex writes the key even when it is null
-    return out
-
-
-def item(m: Message) -> dict[str, Any]:
-    """The Responses API item for one message, as Codex records it in ``response_item`` lines."""
-    head: dict[str, Any] = {}
-    extra = {k: v for k, v in m.extra.items() if k != "ctxfold"}
-    if m.role == "tool" and m.tool_results:
-        r = m.tool_results[0]
-        head = {"type": r.extra.get("type", "function_call_output")}
-        if m.id is not None:
-            head["id"] = m.id
-        return {**head, "call_id": r.call_id, "output": _output(r), **extra}
-    if m.role == "assistant" and len(m.parts) == 1 and not isinstance(m.parts[0], TextPart):
-        p = m.parts[0]
-        if isinstance(p, ThinkingPart):
-            return _reasoning(m, p)
-        if isinstance(p, OpaquePart) and isinstance(p.data, dict):
-            return dict(p.data)
-        if isinstance(p, ToolCallPart):
-            kind = p.extra.get("type", "function_call")
-            head = {"type": kind, **({"id": m.id} if m.id is not None else {})}
-            if kind == "local_shell_call":
-                return {**head, "call_id": p.id, "action": p.arguments, **extra}
-            if kind == "custom_tool_call":
-                return {**head, **extra, "call_id": p.id, "name": p.name, "input": p.arguments}
-            args = p.arguments if isinstance(p.arguments, str) else orjson.dumps(p.arguments).decode()
-            return {**head, "name": p.name, "arguments": args, "call_id": p.id, **extra}
-    role = extra.pop("role", None) or ("developer" if m.role == "system" else m.role)
-    if role == "tool":
-        role = "user"
-    head = {"type": "message", **({"id": m.id} if m.id is not None else {}), "role": role}
-    default = "output_text" if role == "assistant" else "input_text"
-    return {**head, "content": _content(m.parts, default), **extra}
-
-
-def items(m: Message) -> list[dict[str, Any]]:
-    """Codex records a response as one item per output (reasoning, message, call) and one
-    output item per tool result, so a message holding several (from another format) is split."""
-    if m.role == "tool" and len(m.tool_results) > 1:
-        return [item(Message("tool", (r,))) for r in m.tool_results]
-    if (
-        m.role != "assistant"
-        or all(isinstance(p, (TextPart, MediaPart)) for p in m.parts)
-        or len(m.parts) < 2
-    ):
-        return [item(m)]
-    out: list[dict[str, Any]] = []
-    run: list[Any] = []
-    for p in (*m.parts, None):
-        if isinstance(p, (TextPart, MediaPart)):
-            run.append(p)
-            continue
-        if run:
-            out.append(item(Message("assistant", tuple(run))))
-            run = []
-        if p is not None:
-            out.append(item(Message("assistant", (p,))))
-    return out
-
-
-# ------------------------------------------------------------------------------------ writer
+# ------------------------------------------------------------------------------ session_meta
 
 
 def _sources(t: Transcript) -> list[Transcript]:
@@ -164,9 +93,42 @@ def _first(t: Transcript, want: Any, newest: bool = False) -> ContextUpdate | No
     return None
 
 
-def _session_meta(t: Transcript, own: ContextUpdate | None, ts: str) -> dict[str, Any]:
-    """The session_meta payload: the transcript's own, else the original's, else a fresh one."""
-    base = _first(t, lambda e: e.session_id is not None and bool(e.extra))
+def _is_meta(e: ContextUpdate) -> bool:
+    return e.session_id is not None and bool(e.extra) and WORLD_STATE not in e.extra
+
+
+def _new_id(t: Transcript, own: ContextUpdate | None) -> str:
+    """The compacted or converted session's id: the one the transcript was given when it is a
+    UUID no source uses (Codex finds sessions by UUID), else a fresh one."""
+    old = {src.session_id for src in _sources(t)[1:]} | {
+        e.session_id for src in _sources(t)[1:] for e in src.entries if isinstance(e, ContextUpdate)
+    }
+    sid = own.session_id if own is not None else t.session_id
+    try:
+        if sid and sid not in old and str(uuid.UUID(sid)) == sid.lower():
+            return sid
+    except ValueError:
+        pass
+    return str(uuid.uuid4())
+
+
+def _cwd(t: Transcript) -> str:
+    """Where the session ran, as another harness's messages say (Claude Code: ``cwd``)."""
+    for src in _sources(t):
+        for m in reversed(src.messages):
+            cwd = m.extra.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                return cwd
+    return os.getcwd()
+
+
+def _session_meta(t: Transcript, own: ContextUpdate | None, native: bool, new: bool) -> dict[str, Any]:
+    """The session_meta payload: the original's (Codex's own fields), with the compacted
+    session's id and start; for another harness's transcript, a fresh one."""
+    if not native:
+        return {"id": _new_id(t, own), "timestamp": now_iso(), "cwd": _cwd(t),
+                "originator": "codex_cli_rs", "cli_version": "0.0.0", "source": "cli"}  # fmt: skip
+    base = _first(t, _is_meta)
     payload: dict[str, Any] = {}
     for cu in (base, own):
         if cu is None:
@@ -182,11 +144,18 @@ def _session_meta(t: Transcript, own: ContextUpdate | None, ts: str) -> dict[str
             found = payload.get("base_instructions")
             if (found.get("text") if isinstance(found, dict) else found) != text:
                 payload["base_instructions"] = {"text": text}
+    if new:
+        payload["id"] = _new_id(t, own)
+        if "session_id" in payload:  # newer CLIs: the root session of a thread; this one is its own
+            payload["session_id"] = payload["id"]
+        payload["timestamp"] = now_iso()
     payload.setdefault("id", t.session_id or str(uuid.uuid4()))
-    payload.setdefault("timestamp", ts)
+    payload.setdefault("timestamp", now_iso())
     payload.setdefault("cwd", os.getcwd())
     payload.setdefault("originator", "codex_cli_rs")
     payload.setdefault("cli_version", "0.0.0")
+    if paginated(payload):
+        payload["history_mode"] = "paginated"
     return {"id": payload.pop("id"), **payload}
 
 
@@ -196,29 +165,61 @@ def _turn_extra(t: Transcript) -> dict[str, Any]:
     return dict(cu.extra) if cu is not None else {"cwd": os.getcwd(), "approval_policy": "never"}
 
 
-class _Writer:
-    def __init__(self, ts: str) -> None:
+# ------------------------------------------------------------------------------------ lines
+
+
+class _Lines:
+    """Line framing (timestamps, ordinals in the paginated layout) and the running usage totals."""
+
+    def __init__(self, ts: str, ordinals: bool, session_id: str) -> None:
         self.ts = ts
+        self.next = 0 if ordinals else None
+        self.session_id = session_id
         self.model: str | None = None
         self.window: int | None = None
-        self.totals = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
-                       "reasoning_output_tokens": 0, "total_tokens": 0}  # fmt: skip
+        self.totals = dict.fromkeys(("input_tokens", "cached_input_tokens", "output_tokens",
+                                     "reasoning_output_tokens", "total_tokens"), 0)  # fmt: skip
 
-    def line(self, kind: str, payload: Mapping[str, Any], ts: str | None) -> bytes:
+    def line(self, kind: str, payload: Mapping[str, Any], ts: str | None, **beside: Any) -> bytes:
         self.ts = ts or self.ts
-        return orjson.dumps({"timestamp": self.ts, "type": kind, "payload": payload})
+        head: dict[str, Any] = {"timestamp": self.ts}
+        if self.next is not None:
+            head["ordinal"] = self.next
+            self.next += 1
+        return orjson.dumps({**head, "type": kind, "payload": payload, **beside})
 
-    def token_count(self, u: Usage) -> bytes:
-        last = {"input_tokens": u.prompt_tokens, "cached_input_tokens": u.cache_read_tokens,
-                "output_tokens": u.output_tokens, "reasoning_output_tokens": u.reasoning_tokens or 0,
-                "total_tokens": u.prompt_tokens + u.output_tokens}  # fmt: skip
-        if u.reasoning_tokens is None:
-            del last["reasoning_output_tokens"]
+    def usage(self, u: Usage, record: Mapping[str, Any] | None) -> Iterator[bytes]:
+        """A response's usage: its token_usage_record (when the rollout had one) and the
+        token_count event Codex writes after it, with the running totals."""
+        last: dict[str, Any] = {}
+        for key, attr in _USAGE_KEYS:
+            value = getattr(u, attr)
+            if attr in ("prompt_tokens", "cache_read_tokens", "output_tokens") or (
+                attr in u.fields and value is not None
+            ):
+                last[key] = value or 0
+        last["total_tokens"] = u.prompt_tokens + u.output_tokens
         for k, v in last.items():
-            self.totals[k] += v
+            self.totals[k] = self.totals.get(k, 0) + v
         self.window = u.context_window or self.window
+        if record is not None:
+            payload = dict(record)
+            payload["usage"] = last
+            yield self.line("token_usage_record", payload, None)
         info = {"total_token_usage": dict(self.totals), "last_token_usage": last,
                 "model_context_window": self.window}  # fmt: skip
+        yield self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, None)
+
+    def window_only(self, window: int) -> bytes:
+        """A window with no response behind it, said as Codex does after its own compaction:
+        a token_count whose last usage is all zeros (the totals stay as they were)."""
+        self.window = window
+        last = dict.fromkeys(self.totals, 0)
+        info = {
+            "total_token_usage": dict(self.totals),
+            "last_token_usage": last,
+            "model_context_window": window,
+        }
         return self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, None)
 
 
@@ -230,51 +231,79 @@ def _first_timestamp(t: Transcript) -> str:
     return now_iso()
 
 
+# ----------------------------------------------------------------------------------- writer
+
+
+def _replacement(
+    entries: tuple[Any, ...], i: int, e: CompactionMarker, skip: set[int]
+) -> list[Message] | None:
+    """The messages a compaction leaves: Codex's own replacement history, or for ctxfold's the
+    summary and continuation messages that follow the marker (they are written inside it)."""
+    if e.source == NAME:
+        return list(e.replacement) if e.replacement is not None else None
+    out: list[Message] = []
+    for j in range(i + 1, len(entries)):
+        m = entries[j]
+        if not (isinstance(m, Message) and m.extra.get("ctxfold") in ("summary", "continuation")):
+            break
+        out.append(m)
+        skip.add(j)
+    return out
+
+
 def write(t: Transcript) -> Iterator[bytes]:
     """The lines of a Codex rollout for ``t`` (main branch only)."""
     entries = t.entries
-    w = _Writer(_first_timestamp(t))
+    native = t.source_format == NAME
+    new = not native or isinstance(t.extra.get("original"), Transcript)
     own = next((e for e in entries if isinstance(e, ContextUpdate) and e.session_id), None)
-    meta = _session_meta(t, own, w.ts)
+    meta = _session_meta(t, own, native, new)
+    w = _Lines(meta["timestamp"] if new else _first_timestamp(t), paginated(meta), meta["id"])
     w.model = meta.get("model") if isinstance(meta.get("model"), str) else None
-    yield w.line(
-        "session_meta", meta, meta.get("timestamp") if isinstance(meta.get("timestamp"), str) else None
-    )
+    yield w.line("session_meta", meta, meta["timestamp"])
     skip: set[int] = set()
     for i, e in enumerate(entries):
         if i in skip:
             continue
         if isinstance(e, ContextUpdate):
-            if e.session_id and e is not own:  # a second session_meta (forked rollouts carry the source's)
-                yield w.line("session_meta", _session_meta(t, e, w.ts), None)
-            elif (e.extra and e is not own) or (e.model and e.model != w.model):
-                payload = dict(e.extra) if e.extra else _turn_extra(t)
-                w.model = e.model or w.model
-                yield w.line("turn_context", {**payload, "model": w.model} if w.model else payload, None)
-            if e.context_window and e.context_window != w.window:
-                # said by the turn's task_started, as Codex does: a window the log recorded must
-                # survive even where no token_count (no usage) follows to repeat it
-                w.window = e.context_window
-                yield w.line("event_msg", {"type": "task_started", "model_context_window": w.window}, None)
+            yield from _context(t, e, own, w, native)
         elif isinstance(e, Message) and e.branch is None:
-            for it in items(e):
-                yield w.line("response_item", it, e.timestamp)
-            if e.usage is not None and e.role == "assistant":
-                yield w.token_count(e.usage)
+            m = e if native else plain(e)
+            if m is None:
+                continue
+            beside = m.extra.get(LINE_EXTRA) if native and not new else None
+            for it in items(m):
+                yield w.line("response_item", it, m.timestamp, **(beside or {}))
+            if m.usage is not None and m.role == "assistant":
+                record = m.extra.get(RECORD) if native else None
+                yield from w.usage(m.usage, record if isinstance(record, Mapping) else None)
         elif isinstance(e, CompactionMarker):
-            replacement: list[Message] | None = list(e.replacement) if e.replacement is not None else None
-            if e.source != NAME:
-                replacement = []
-                for j in range(i + 1, len(entries)):
-                    m = entries[j]
-                    if not (isinstance(m, Message) and m.extra.get("ctxfold") in ("summary", "continuation")):
-                        break
-                    replacement.append(m)
-                    skip.add(j)
+            replacement = _replacement(entries, i, e, skip)
+            if not native:
+                replacement = [q for q in map(plain, replacement or ()) if q is not None]
             summary = e.summary if e.summary is not None else (replacement[0].text if replacement else "")
             compacted: dict[str, Any] = {"message": summary}
             if replacement is not None:
                 compacted["replacement_history"] = [x for m in replacement for x in items(m)]
             yield w.line("compacted", {**compacted, **(e.extra if e.source == NAME else {})}, e.timestamp)
-        elif isinstance(e, ApiError) and e.extra.get("type") in ("error", "stream_error"):
+        elif isinstance(e, ApiError) and native and e.extra.get("type") in ("error", "stream_error"):
             yield w.line("event_msg", {"type": e.extra["type"], "message": e.message, **e.extra}, e.timestamp)
+
+
+def _context(
+    t: Transcript, e: ContextUpdate, own: ContextUpdate | None, w: _Lines, native: bool
+) -> Iterator[bytes]:
+    """The line(s) one ContextUpdate stands for."""
+    if not native and e.system:  # another harness's instructions: a developer message, where they began
+        yield w.line("response_item", item(Message("system", (TextPart("\n\n".join(e.system)),))), None)
+    if native and WORLD_STATE in e.extra:
+        yield w.line("world_state", e.extra[WORLD_STATE], None)
+        return
+    if native and e.session_id and e is not own:  # a second session_meta (forks carry the source's)
+        yield w.line("session_meta", _session_meta(replace(t, extra={}), e, True, False), None)
+    elif native and ((e.extra and e is not own) or (e.model and e.model != w.model)):
+        payload = dict(e.extra) if e.extra and e is not own else _turn_extra(t)
+        w.model = e.model or w.model
+        yield w.line("turn_context", {**payload, "model": w.model} if w.model else payload, None)
+    if e.context_window and e.context_window != w.window:
+        yield w.window_only(e.context_window)

@@ -3,12 +3,17 @@
 ``check`` works on the entries our reader produced: the file starts with its session header,
 and each tool result answers a tool call of the assistant turn just before it (pi sends the
 context to Anthropic/OpenAI-style APIs, which require that). ``check_file`` adds the rules
-that need the raw lines: the header shape; for version 2+ files unique entry ids and a
-``parentId`` naming an earlier entry (pi appends, and resumes by walking ``parentId`` back
-from the last entry, so a missing parent drops everything before it); compaction entries with
-a string ``summary``, a numeric ``tokensBefore`` and a ``firstKeptEntryId`` on the path before
-them (version 1: a ``firstKeptEntryIndex`` of an earlier entry). The two are disjoint:
-``ctxfold validate`` runs both.
+that need the raw lines: the header shape, and its size (``pi -c`` reads only the first 512
+bytes to tell a session file, and passes over one whose header does not fit); one header only
+(a second one is what pi leaves when it appended a whole session again); at least one
+assistant message, each naming its ``provider`` and ``model`` (pi treats a file without one as
+never written and, with its next reply, appends every entry again; it restores the session's
+model from the newest one); for version 2+ files unique entry ids and a ``parentId`` naming an
+earlier entry (pi appends, and resumes by walking ``parentId`` back from the last entry, so a
+missing parent drops everything before it); compaction entries with a string ``summary``, a
+numeric ``tokensBefore`` and a ``firstKeptEntryId`` on the path before them (version 1: a
+``firstKeptEntryIndex`` of an earlier entry). The two are disjoint: ``ctxfold validate`` runs
+both.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from ctxfold.errors import LineError
 from ctxfold.formats.jsonl import iter_lines
+from ctxfold.formats.pi.session import HEADER_PEEK
 from ctxfold.formats.validate import TurnCalls
 from ctxfold.transcript.model import ContextUpdate, Entry, Message
 
@@ -66,11 +72,54 @@ def _compaction(
     return out
 
 
+def _header(d: dict[str, Any], no: int, size: int) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    if d.get("type") != "session" or not isinstance(d.get("id"), str) or not isinstance(d.get("cwd"), str):
+        out.append((no, "the first line should be the session header (type 'session', string id and cwd)"))
+    elif size - 1 > HEADER_PEEK:  # ``size`` counts the newline
+        out.append(
+            (
+                no,
+                f"the session header is {size - 1:,} bytes: pi -c reads the first {HEADER_PEEK} and passes the file over",
+            )
+        )
+    return out
+
+
+def _model_fields(d: dict[str, Any], no: int) -> list[tuple[int, str]]:
+    """pi restores the session's model from the newest model_change or assistant message."""
+    if d.get("type") == "model_change":
+        if not (isinstance(d.get("provider"), str) and isinstance(d.get("modelId"), str)):
+            return [(no, "model_change needs a string 'provider' and 'modelId'")]
+    elif d.get("type") == "message" and isinstance(d.get("message"), dict):
+        m = d["message"]
+        if m.get("role") == "assistant" and not (
+            isinstance(m.get("provider"), str) and isinstance(m.get("model"), str)
+        ):
+            return [
+                (
+                    no,
+                    "an assistant message needs a string 'provider' and 'model' (pi restores the model from them)",
+                )
+            ]
+    return []
+
+
+def _answered(d: Any) -> bool:
+    return (
+        isinstance(d, dict)
+        and d.get("type") == "message"
+        and isinstance(d.get("message"), dict)
+        and d["message"].get("role") == "assistant"
+    )
+
+
 def check_file(path: str | Path) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     version = 1
     parents: dict[str, Any] = {}  # entry id → parentId
     index = -1
+    answered = False
     for item in iter_lines(path):
         if isinstance(item, LineError):
             out.append((item.line, item.reason))
@@ -80,17 +129,15 @@ def check_file(path: str | Path) -> list[tuple[int, str]]:
         if not isinstance(d, dict):
             continue  # the reader reports it
         if index == 0:
-            if (
-                d.get("type") != "session"
-                or not isinstance(d.get("id"), str)
-                or not isinstance(d.get("cwd"), str)
-            ):
-                out.append(
-                    (no, "the first line should be the session header (type 'session', string id and cwd)")
-                )
+            out.extend(_header(d, no, item.size))
             v = d.get("version", 1)
             version = v if isinstance(v, int) and not isinstance(v, bool) else 1
             continue
+        if d.get("type") == "session":
+            out.append((no, "a second session header: pi appended the whole session again"))
+            continue
+        answered = answered or _answered(d)
+        out.extend(_model_fields(d, no))
         if version >= 2:
             eid, parent = d.get("id"), d.get("parentId", ...)
             if not isinstance(eid, str) or not eid:
@@ -105,4 +152,11 @@ def check_file(path: str | Path) -> list[tuple[int, str]]:
             parents[eid] = parent if isinstance(parent, str) else None
         if d.get("type") == "compaction":
             out.extend(_compaction(d, no, index, version, parents))
+    if index > 0 and not answered:
+        out.append(
+            (
+                1,
+                "no assistant message: pi takes the file for unwritten and, with its next reply, appends every entry again",
+            )
+        )
     return sorted(out, key=lambda x: x[0])

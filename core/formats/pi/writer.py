@@ -17,7 +17,7 @@ itself (``compactionSummary``), so writing it too would say it twice.
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -26,11 +26,14 @@ from typing import Any
 import orjson
 
 from ctxfold.formats.base import now_iso, zeroed
+from ctxfold.formats.origin import native
 from ctxfold.formats.pi.check import check, check_file
 from ctxfold.formats.pi.reader import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
+from ctxfold.formats.pi.session import NAME, VERSION, family, header, origin
 from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
+    Entry,
     MediaPart,
     Message,
     OpaquePart,
@@ -43,10 +46,9 @@ from ctxfold.transcript.model import (
     Usage,
 )
 
-__all__ = ["check", "check_file", "write"]
+__all__ = ["NAME", "VERSION", "check", "check_file", "write"]
 
-NAME = "pi"
-VERSION = 3
+STAND_IN = "The conversation before this point was compacted."
 _ENTRY_KEYS = frozenset({"type", "id", "parentId", "timestamp", "ctxfold"})  # set by the writer
 
 
@@ -111,46 +113,19 @@ def _usage(u: Usage | None) -> dict[str, Any]:
             "totalTokens": inp + out + read + write, "cost": cost}  # fmt: skip
 
 
-def _sources(t: Transcript) -> list[Transcript]:
-    original = t.extra.get("original")
-    return [t, original] if isinstance(original, Transcript) else [t]
-
-
-def _header(t: Transcript, ts: str) -> dict[str, Any]:
-    """The session header: the transcript's own fields over the original's."""
-    own = next((e for e in t.entries if isinstance(e, ContextUpdate) and e.session_id), None)
-    base = next(
-        (
-            e
-            for s in _sources(t)
-            for e in s.entries
-            if isinstance(e, ContextUpdate) and e.extra.get("type") == "session"
-        ),
-        None,
-    )
-    fields: dict[str, Any] = {}
-    sid: str | None = t.session_id
-    for cu in (base, own):
-        if cu is not None:
-            fields.update((k, v) for k, v in cu.extra.items() if k not in ("type", "version", "id"))
-            sid = cu.session_id or sid
-    if base is not None and base.model:  # a version 1 header names the model; later ones do not
-        fields["modelId"] = base.model
-    head = {"type": "session", "version": VERSION, "id": sid or str(uuid.uuid4()),
-            "timestamp": fields.pop("timestamp", ts), "cwd": fields.pop("cwd", os.getcwd())}  # fmt: skip
-    return {**head, **fields}
-
-
 class _Writer:
-    def __init__(self, ts: str, provider: Any) -> None:
+    """Holds the chain (the previous entry's id, ids given out) and the model pi is to restore;
+    ``native`` is False for a transcript another format's reader made, whose ``extra`` fields
+    are that format's and are not copied."""
+
+    def __init__(self, ts: str, native: bool, provider: str, api: str, model: str | None) -> None:
         self.ts = ts
+        self.native = native
         self.prev: str | None = None
         self.ids: dict[str, str] = {}  # the transcript's ids → ids written
         self.used: set[str] = set()
         self.names: dict[str, str] = {}  # tool call id → tool name, for toolResult.toolName
-        self.provider = provider if isinstance(provider, str) else "unknown"
-        self.api = "unknown"
-        self.model: str | None = None
+        self.provider, self.api, self.model = provider, api, model
 
     def new_id(self, old: Any) -> str:
         new = (
@@ -171,8 +146,13 @@ class _Writer:
         self.prev = new
         return new, orjson.dumps(d)
 
+    def blocks(self, parts: Sequence[Part]) -> list[Any]:
+        if self.native:
+            return _blocks(parts)
+        return [_block(_plain(p)) for p in parts if not isinstance(p, OpaquePart)]
+
     def message(self, m: Message) -> tuple[str, bytes]:
-        x = m.extra
+        x = m.extra if self.native else {}
         em: dict[str, Any] = dict(x["message"]) if isinstance(x.get("message"), dict) else {}
         role = em.get("role")
         new = self.new_id(m.id)
@@ -196,23 +176,25 @@ class _Writer:
         elif m.role == "tool":
             msg = self._result(m, em)
         else:  # user (and a foreign system message: pi sessions have none)
-            msg = {"role": "user", "content": _blocks(m.parts), **em}
+            msg = {"role": "user", "content": self.blocks(m.parts), **em}
         msg.setdefault("timestamp", _ms(m.timestamp or self.ts))
         return self.entry("message", new, m.timestamp, {**x, "message": msg})
 
     def _assistant(self, m: Message, em: dict[str, Any]) -> dict[str, Any]:
         for c in m.tool_calls:
             self.names[c.id] = c.name
-        self.provider = em.get("provider", self.provider)
-        self.api = em.get("api", self.api)
         model = m.model
-        if not em:  # a message pi did not write: the fields its AssistantMessage has
-            em = {"api": self.api, "provider": self.provider, "usage": _usage(m.usage),
-                  "stopReason": "toolUse" if m.tool_calls else "stop"}  # fmt: skip
+        if em:
+            self.provider = em.get("provider", self.provider)
+            self.api = em.get("api", self.api)
+        else:  # a message pi did not write: the fields its AssistantMessage has
             model = model or self.model
-        elif m.usage is None and isinstance(em.get("usage"), dict):
+            provider, api = (self.provider, self.api) if self.native else family(model)
+            em = {"api": api, "provider": provider, "usage": _usage(m.usage),
+                  "stopReason": "toolUse" if m.tool_calls else "stop"}  # fmt: skip
+        if m.usage is None and isinstance(em.get("usage"), dict):
             em = {**em, "usage": zeroed(em["usage"])}  # a count that no longer holds (base.zeroed)
-        msg = {"role": "assistant", "content": _blocks(m.parts), **em}
+        msg = {"role": "assistant", "content": self.blocks(m.parts), **em}
         if model is not None:
             msg["model"] = model
         return msg
@@ -220,10 +202,27 @@ class _Writer:
     def _result(self, m: Message, em: dict[str, Any]) -> dict[str, Any]:
         r = next(iter(m.tool_results), None)
         if r is None:
-            return {"role": "user", "content": _blocks(m.parts), **em}
+            return {"role": "user", "content": self.blocks(m.parts), **em}
         name = r.name if r.name is not None else self.names.get(r.call_id, "")
         return {"role": "toolResult", "toolCallId": r.call_id, "toolName": name,
-                "content": _blocks(r.content), "isError": r.is_error, **em}  # fmt: skip
+                "content": self.blocks(r.content), "isError": r.is_error, **em}  # fmt: skip
+
+    def stand_in(self, ts: str | None) -> bytes:
+        """The assistant message a compacted session needs before its compaction entry. pi
+        treats a file without one as never written and, with its first reply, appends every
+        entry again; pi also restores the session's model from it. It is not on the context pi
+        builds (that starts at the compaction's first kept entry)."""
+        msg = {"role": "assistant", "content": [{"type": "text", "text": STAND_IN}], "api": self.api,
+               "provider": self.provider, "model": self.model or "", "usage": _usage(None),
+               "stopReason": "stop", "timestamp": _ms(ts or self.ts)}  # fmt: skip
+        return self.entry("message", self.new_id(None), ts, {"message": msg})[1]
+
+
+def _plain(p: Part) -> Part:
+    """A part of another format without that format's block fields."""
+    if isinstance(p, ToolResultPart):
+        return dataclasses.replace(p, content=tuple(_plain(c) for c in p.content), extra={})
+    return dataclasses.replace(p, extra={}) if p.extra else p
 
 
 def _split(m: Message) -> list[Message]:
@@ -235,6 +234,28 @@ def _split(m: Message) -> list[Message]:
     out = [Message("tool", (r,), timestamp=m.timestamp) for r in results]
     rest = tuple(p for p in m.parts if not isinstance(p, ToolResultPart))
     return [*out, Message("user", rest, timestamp=m.timestamp)] if rest else out
+
+
+def _one_turn_each(entries: Sequence[Entry]) -> list[Entry]:
+    """Consecutive assistant messages of another format (Codex writes each parallel call as an
+    item of its own) as one assistant message, the way pi records a turn: pi sends each of its
+    messages as a turn, and would answer the first call of a split turn twice."""
+    out: list[Entry] = []
+    for e in entries:
+        prev = out[-1] if out else None
+        if (
+            isinstance(e, Message)
+            and isinstance(prev, Message)
+            and e.role == prev.role == "assistant"
+            and e.branch is None
+            and prev.branch is None
+        ):
+            out[-1] = dataclasses.replace(
+                prev, parts=(*prev.parts, *e.parts), usage=e.usage or prev.usage, model=e.model or prev.model
+            )
+        else:
+            out.append(e)
+    return out
 
 
 def _first_timestamp(t: Transcript) -> str:
@@ -256,11 +277,14 @@ def _recorded(w: _Writer, e: CompactionMarker) -> bytes:
 def write(t: Transcript) -> Iterator[bytes]:
     """The lines of a pi session file for ``t`` (main branch only)."""
     ts = _first_timestamp(t)
-    header = _header(t, ts)
-    w = _Writer(ts, header.get("provider"))
-    w.model = header.get("modelId") if isinstance(header.get("modelId"), str) else None
-    yield orjson.dumps(header)
-    entries = t.entries
+    head = header(t, ts)
+    provider, api, model = origin(t)
+    w = _Writer(ts, native(t, NAME), provider, api, model)
+    named = head.get("modelId")  # a version 1 header's model: no model_change needed for it
+    yield orjson.dumps(head)
+    entries = t.entries if w.native else _one_turn_each(t.entries)
+    compacted = any(isinstance(e, CompactionMarker) and e.source != NAME for e in entries)
+    answered = any(isinstance(e, Message) and e.role == "assistant" and e.branch is None for e in entries)
     pending: CompactionMarker | None = None  # a ctxfold compaction waiting for the entries it keeps
     kept: str | None = None  # the first of them
     summary = ""
@@ -282,16 +306,20 @@ def write(t: Transcript) -> Iterator[bytes]:
         if i in skip:
             continue
         if isinstance(e, ContextUpdate):
-            kind = e.extra.get("type")
+            kind = e.extra.get("type") if w.native else None
             if kind in ("model_change", "thinking_level_change"):
                 new, line = w.entry(kind, w.new_id(e.extra.get("id")), e.extra.get("timestamp"), e.extra)
-            elif e.model and e.model != w.model:  # a model the header does not name
-                new, line = w.entry(
-                    "model_change", w.new_id(None), None, {"provider": w.provider, "modelId": e.model}
-                )
+                named = e.extra.get("modelId") if kind == "model_change" else named
             else:
-                continue
-            w.model = e.model or w.model
+                # a compacted session starts with the model it was using, as pi names it
+                model = w.model if i == 0 and compacted and w.model else e.model
+                if not model or model == named:
+                    continue
+                provider = w.provider if w.native or model == w.model else family(model)[0]
+                new, line = w.entry(
+                    "model_change", w.new_id(None), None, {"provider": provider, "modelId": model}
+                )
+                named = model
             kept = kept or (new if pending else None)
             yield line
         elif isinstance(e, Message) and e.branch is None:
@@ -301,6 +329,9 @@ def write(t: Transcript) -> Iterator[bytes]:
                 yield line
         elif isinstance(e, CompactionMarker):
             yield from flush()
+            if not answered:
+                answered = True
+                yield w.stand_in(e.timestamp)
             if e.source == NAME:
                 yield _recorded(w, e)
                 continue

@@ -1,0 +1,60 @@
+"""The user's standing rules: instructions that hold for the rest of the session.
+
+"Always …", "never …", "don't …", "use X, not Y", "reply in …", "make sure …": a summary that
+trims them with the older requests lets the next agent break them. They are taken verbatim,
+sentence by sentence, from the user's own words (requests, and reasons given when rejecting a
+tool call or a plan); what the harness re-injects by itself (CLAUDE.md, AGENTS.md) is not the
+user's words and is not repeated. A long pasted document (a spec, a log) contributes only its
+emphasised rules (NEVER, ALWAYS, MUST, DO NOT…), a few at most: its text stays in the source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_RULE = re.compile(
+    r"\b(?:always|never|don'?t|do not|dont|must(?:n'?t| not)?|should(?:n'?t| not)|shud(?:n'?t| not)|"
+    r"no more|stop \w+ing|avoid|make sure|be sure|remember to|from now on|going forward|"
+    r"every time|each time|whenever|only use|prefer|instead of|rather than|reply in|respond in|"
+    r"answer in|write in|speak in|keep (?:it|them|the|this|that|everything|using)|without\b|"
+    r"(?:use|used?)\s+\S+(?:\s+\S+){0,4}?,?\s+not\b|not\s+\S+(?:\s+\S+)?,\s+(?:use|but)\b|"
+    r"focus on|i will handle|i'll handle|leave (?:the|it)|do(?:n'?t| not) (?:touch|change|modify|use|add|commit|push))",
+    re.I,
+)
+_EMPHASIS = re.compile(r"\b(?:NEVER|ALWAYS|MUST(?: NOT)?|MANDATORY|DO NOT|DON'T|FORBIDDEN|IMPORTANT)\b")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_QUESTION = re.compile(r"\?\s*$")
+RULE_CHARS = 300  # a longer "sentence" is a paragraph or a paste: not quoted as a rule
+LONG_MESSAGE = 2_000  # past this, a message is a document: only its emphasised rules count
+PER_DOCUMENT = 5
+
+
+def sentences(text: str) -> list[str]:
+    out = (re.sub(r"^(?:>\s*)+", "", s.strip()).strip(" -*•\t") for s in _SENTENCE.split(text) if s)
+    return [s for s in out if s]
+
+
+def rules_in(text: str) -> list[str]:
+    """The rule sentences of one message of the user's, verbatim."""
+    long = len(text) > LONG_MESSAGE
+    out: list[str] = []
+    for s in sentences(text):
+        if len(s) > RULE_CHARS or len(s) < 8 or _QUESTION.search(s):
+            continue
+        if long and not _EMPHASIS.search(s):
+            continue
+        if _RULE.search(s) or _EMPHASIS.search(s):
+            out.append(s)
+        if long and len(out) >= PER_DOCUMENT:
+            break
+    return out
+
+
+def standing_rules(said: Iterable[str]) -> list[str]:
+    """Every rule in the user's words, oldest first, each once."""
+    seen: dict[str, str] = {}
+    for text in said:
+        for rule in rules_in(text):
+            seen.setdefault(" ".join(rule.lower().split()), rule)
+    return list(seen.values())

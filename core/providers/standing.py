@@ -1,0 +1,178 @@
+"""Where things stand at the end of a conversation: waiting for the user, in progress, or done.
+
+The next agent acts on it. Told "continue" when the last message offered the user a choice,
+it picks one for them; when the work was reported done, it redoes or extends it. So the state
+is read from the last turns, not assumed:
+
+- **in progress**: a tool call has no result yet, the agent was acting (tool results it has not
+  answered), its last message announces a next step it never took or stops mid-sentence, or the
+  user's newest request has no answer yet;
+- **waiting**: the last message asks the user something (a question, options, a request for
+  approval); the question is quoted;
+- **done**: the last message delivers (a report, an answer) and asks nothing, or the agent
+  called a finishing tool.
+
+Harness text after the last message (reminders, notifications, a ``!command``'s output) does not
+change the state; Claude Code's own "No response requested." is not the assistant's message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.facts import shell_command
+from ctxfold.providers.harness import is_synthetic, user_words
+from ctxfold.transcript.model import Message, ToolCallPart
+
+WAITING, IN_PROGRESS, DONE = "waiting", "in_progress", "done"
+LABELS = {WAITING: "waiting for the user", IN_PROGRESS: "in progress", DONE: "done"}
+FINISH_TOOLS = frozenset({"finish", "attemptcompletion", "taskcomplete", "complete", "submit", "done"})
+SUBSTANTIAL = 200  # characters: a deliverable, not a one-line acknowledgement
+_ASKS = re.compile(
+    r"\b(?:want me to|should i|shall i|would you like|do you want|would you prefer|which (?:one|option|of these|approach)"
+    r"|let me know (?:which|whether|if you want|if you'd like|when you want|how)|please (?:confirm|choose|pick|approve|review and)"
+    r"|(?:can|could) you (?:confirm|tell me|share|provide|clarify)|your call|call it|approve|go ahead\?|ok to proceed|options?:)",
+    re.I,
+)
+_COURTESY = re.compile(
+    r"(?:let me know if you (?:need|want|have) (?:anything|any|more|further|other)|if you have any (?:other )?questions"
+    r"|anything else\??$|happy to help|feel free to)",
+    re.I,
+)
+_ANNOUNCES = re.compile(
+    r"^(?:now,? )?(?:let me|let's|i'll|i will|i'm going to|i am going to|next,? i(?:'ll| will)|now i(?:'ll| will)|going to)\b",
+    re.I,
+)
+_NOT_A_STEP = re.compile(r"\b(?:let me know|wait|leave|stop|keep (?:it|this|that)|hold off)\b", re.I)
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+@dataclass
+class Standing:
+    state: str
+    reason: str
+    question: str | None = None  # waiting: the words to put to the user again
+    request: tuple[int, str] | None = None  # the newest request (index, text)
+    reply: tuple[int, str] | None = None  # the assistant's last own words (index, text)
+    deliverable: tuple[int, str] | None = None  # the last substantial message that ended a turn
+    pending: list[str] = field(default_factory=list)  # tool calls with no result
+    tail_start: int | None = None  # in progress: where the exchange under way starts
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.state]
+
+
+def _described(call: ToolCallPart) -> str:
+    """A call as the next agent needs to see it: its command line when it is a shell call."""
+    cmd = next((shell_command(c) for c in inner_calls(call) if shell_command(c)), None)
+    return f"`{cmd[:200]}`" if cmd else call.name
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z]", "", name.lower())
+
+
+def _question(text: str) -> str | None:
+    """The words that ask the user something, from the last paragraphs of ``text``."""
+    paragraphs = [p.strip() for p in _PARAGRAPH.split(text.strip()) if p.strip()]
+    asked: list[str] = []
+    for p in paragraphs[-3:]:
+        if p.startswith("```"):
+            continue
+        lines = [s for s in _SENTENCE.split(p) if s.strip()]
+        hits = [
+            s
+            for s in lines
+            if (s.rstrip().endswith(("?", "？")) or _ASKS.search(s)) and not _COURTESY.search(s)
+        ]
+        if hits:
+            asked.append(p if len(p) <= 700 else " ".join(hits))
+    return "\n\n".join(asked) if asked else None
+
+
+def _unfinished(text: str) -> bool:
+    """The message's last paragraph announces a step ("Let me check…", "Now I'll…") that no
+    tool call followed: the agent stopped before taking it."""
+    paragraphs = [p for p in _PARAGRAPH.split(text.strip()) if p.strip()]
+    last = paragraphs[-1] if paragraphs else ""
+    said = [s.strip() for line in last.splitlines() for s in _SENTENCE.split(line) if s.strip()]
+    return any(_ANNOUNCES.search(s) and not _NOT_A_STEP.search(s) for s in said)
+
+
+def _turn_final(messages: Sequence[Message], i: int) -> bool:
+    """No tool call in message ``i`` and none after it before the next request."""
+    if messages[i].tool_calls and not any(_key(c.name) in FINISH_TOOLS for c in messages[i].tool_calls):
+        return False
+    for m in messages[i + 1 :]:
+        if user_words(m):
+            return True
+        if m.role == "assistant" and m.tool_calls and not is_synthetic(m):
+            return False
+    return True
+
+
+def assess(messages: Sequence[Message]) -> Standing:
+    """Where the conversation in ``messages`` (main branch) stands at its end."""
+    main = [(i, m) for i, m in enumerate(messages) if m.branch is None]
+    request = next(((i, t) for i, m in reversed(main) if (t := user_words(m))), None)
+    own = [(i, m) for i, m in main if m.role == "assistant" and not is_synthetic(m)]
+    reply = next(((i, m.text.strip()) for i, m in reversed(own) if m.text.strip()), None)
+    deliverable = next(
+        (
+            (i, m.text.strip())
+            for i, m in reversed(own)
+            if len(m.text.strip()) >= SUBSTANTIAL and _turn_final(messages, i) and not _unfinished(m.text)
+        ),
+        None,
+    )
+    answered = {r.call_id for _, m in main for r in m.tool_results}
+    pending = [_described(c) for _, m in own for c in m.tool_calls if c.id not in answered]
+    last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
+    results_after = any(m.tool_results for i, m in main if i > last_act)
+    finished = any(_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
+    s = Standing(DONE, "", request=request, reply=reply, deliverable=deliverable, pending=pending)
+    if request is not None and request[0] > last_act:
+        s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
+        return s
+    start = max(request[0] + 1 if request else 0, 0)
+    if finished:
+        s.reason = "the assistant called its finishing tool"
+        return s
+    calls_open = bool(pending) and any(
+        c.id not in answered for i, m in own if i >= start for c in m.tool_calls
+    )
+    if calls_open or results_after or (last_act >= 0 and messages[last_act].tool_calls):
+        s.state = IN_PROGRESS
+        s.reason = (
+            "a tool call has no result yet" if calls_open else "the assistant was acting on tool results"
+        )
+        s.tail_start = _exchange_start(messages, start, last_act)
+        return s
+    if reply is None:
+        s.state, s.reason = IN_PROGRESS, "the assistant has not answered yet"
+        return s
+    question = _question(reply[1])
+    if question:
+        s.state, s.reason, s.question = WAITING, "the assistant's last message asks the user", question
+        return s
+    if _unfinished(reply[1]):
+        s.state, s.reason = IN_PROGRESS, "the assistant's last message announces a step it has not taken"
+        s.tail_start = _exchange_start(messages, start, reply[0])
+        return s
+    s.reason = "the assistant's last message delivers and asks nothing"
+    return s
+
+
+def _exchange_start(messages: Sequence[Message], floor: int, last: int) -> int:
+    """The last assistant message with words of its own at or before ``last`` (the step under
+    way), not before the newest request; else the first message after the request."""
+    for i in range(last, floor - 1, -1):
+        m = messages[i]
+        if m.role == "assistant" and m.text.strip() and not is_synthetic(m):
+            return i
+    return floor

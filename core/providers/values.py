@@ -1,0 +1,115 @@
+"""Exact values the next agent needs: URLs, ports, branches, commits, ids, versions, names.
+
+An agent that resumes with "the dev server" instead of ``http://localhost:3001``, or "the last
+commit" instead of ``73f00b8``, has to find them again or, worse, guesses. They are read off
+the user's and the assistant's words, the commands, and the few tool outputs that state them
+(git's ``[branch sha]`` lines, "listening on …", "Switched to branch …"); never off file
+contents a tool printed, where every hex string would look like an id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]}|]+")
+_REPO = re.compile(r"(?<![/\w.])(?:github|gitlab|bitbucket)\.(?:com|org)/[\w.-]+/[\w.-]+")
+_HOSTPORT = re.compile(r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]|[\w-]+\.local)(?::\d{2,5})\b")
+_GIT_LINE = re.compile(r"^\[([\w./-]+) (?:\(root-commit\) )?([0-9a-f]{7,40})\]", re.M)
+_BRANCH = re.compile(
+    r"(?:On branch|Switched to (?:a new )?branch|checkout -b|switch -c|push (?:-u )?origin)\s+'?([\w./-]+)'?"
+)
+_COMMIT = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+_VERSION = re.compile(r"(?<![\w.])(?:@?[\w-]+(?:/[\w.-]+)?@)?v?\d+\.\d+\.\d+(?:[-+][\w.]+)?\b")
+_TICKET = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
+_ENV = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
+_LONG_ID = re.compile(r"(?<![\w/.-])(?=\w*\d)(?=\w*[A-Za-z])[1-9A-HJ-NP-Za-km-z]{32,64}(?![\w/.-])")
+_HEXCOLOR = re.compile(r"(?<![\w&])#[0-9a-fA-F]{6}\b")
+_TRAIL = ".,;:!?"
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    text: str
+    kind: str  # url, address, branch, commit, id, version, ticket, env, color
+    age: int  # index of the message it was last seen in
+
+
+def _found(text: str, said: bool) -> Iterable[tuple[str, str]]:
+    for m in _URL.finditer(text):
+        yield m.group(0).rstrip(_TRAIL), "url"
+    for m in _REPO.finditer(text):
+        yield m.group(0).rstrip(_TRAIL), "repository"
+    for m in _HOSTPORT.finditer(text):
+        yield m.group(0), "address"
+    for m in _UUID.finditer(text):
+        yield m.group(0), "id"
+    for m in _BRANCH.finditer(text):
+        yield m.group(1).rstrip(_TRAIL), "branch"
+    for m in _VERSION.finditer(text):
+        if not re.fullmatch(r"\d+\.\d+\.\d+", m.group(0)) or said:
+            yield m.group(0), "version"
+    if not said:
+        return
+    for m in _COMMIT.finditer(text):
+        yield m.group(0), "commit"
+    for m in _TICKET.finditer(text):
+        yield m.group(0), "ticket"
+    for m in _ENV.finditer(text):
+        yield m.group(0), "env"
+    for m in _LONG_ID.finditer(text):
+        yield m.group(0), "id"
+    for m in _HEXCOLOR.finditer(text):
+        yield m.group(0), "color"
+
+
+class Values:
+    """Collects values as the conversation is read; newest sighting wins the position."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Value] = {}
+
+    def _add(self, text: str, kind: str, age: int) -> None:
+        if len(text) < 3 or len(text) > 200:
+            return
+        self._seen.pop(text, None)
+        self._seen[text] = Value(text, kind, age)
+
+    def words(self, text: str, age: int) -> None:
+        """A person's or the assistant's own words: every kind of value."""
+        for value, kind in _found(text, said=True):
+            self._add(value, kind, age)
+
+    def command(self, text: str, age: int) -> None:
+        for value, kind in _found(text, said=False):
+            self._add(value, kind, age)
+
+    def output(self, text: str, age: int) -> None:
+        """A tool's output: only the lines that state a branch, a commit, an address or a URL."""
+        head = text[:4000]
+        for m in _GIT_LINE.finditer(head):
+            self._add(m.group(1), "branch", age)
+            self._add(m.group(2), "commit", age)
+        for m in _BRANCH.finditer(head):
+            self._add(m.group(1).rstrip(_TRAIL), "branch", age)
+        for line in head.splitlines()[:40]:
+            if re.search(
+                r"listening|running (?:at|on)|local:|server|ready|deployed|available at|^to https?://",
+                line,
+                re.I,
+            ):
+                for value, kind in _found(line, said=False):
+                    self._add(value, kind, age)
+
+    def setting(self, command: str, age: int) -> None:
+        self._add(command, "setting", age)
+
+    def branch(self, name: str, age: int) -> None:
+        if name and name not in ("HEAD", "main", "master"):
+            self._add(name, "branch", age)
+
+    def items(self) -> list[Value]:
+        """Oldest sighting first."""
+        return sorted(self._seen.values(), key=lambda v: v.age)

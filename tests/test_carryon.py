@@ -1,0 +1,327 @@
+"""Summaries an agent can carry on from: where things stand, the user's own words and rules,
+the last deliverable, exact values, the errors that matter, the step under way; on hand-built
+conversations and on the hand labels of the real and bundled sessions (tests/carryon_labels.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from carryon_labels import LABELS
+from conftest import REAL, ROOT
+
+from ctxfold.compaction.guard import ContextGuard
+from ctxfold.formats.loader import load
+from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.deliverable import first_and_last, sections
+from ctxfold.providers.digest import digest
+from ctxfold.providers.facts import gather
+from ctxfold.providers.harness import user_words
+from ctxfold.providers.rules import standing_rules
+from ctxfold.providers.shellfiles import shell_files
+from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, assess
+from ctxfold.strategies.summary import continuation_message, continued_request
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+
+TOK = get_tokenizer("o200k")
+
+
+def _user(text: str, **extra: Any) -> Message:
+    return Message("user", (TextPart(text),), extra=extra)
+
+
+def _said(text: str, **extra: Any) -> Message:
+    return Message("assistant", (TextPart(text),), extra=extra)
+
+
+def _call(cid: str, name: str, args: Any, text: str = "") -> Message:
+    parts: tuple[Any, ...] = (
+        (TextPart(text), ToolCallPart(cid, name, args)) if text else (ToolCallPart(cid, name, args),)
+    )
+    return Message("assistant", parts)
+
+
+def _result(cid: str, text: str, error: bool = False) -> Message:
+    return Message("tool", (ToolResultPart(cid, (TextPart(text),), is_error=error),))
+
+
+# ------------------------------------------------------------------ where things stand
+
+
+def test_a_question_or_options_mean_waiting_and_are_quoted() -> None:
+    st = assess(
+        [_user("Fix the login bug"), _said("Fixed it.\n\nWant me to (a) add a test or (b) ship it now?")]
+    )
+    assert st.state == WAITING and st.question and "(a) add a test or (b) ship it now?" in st.question
+    approval = assess(
+        [
+            _user("Plan the migration"),
+            _said("Here is the plan: 1. dump 2. load.\n\nPlease confirm before I start."),
+        ]
+    )
+    assert approval.state == WAITING
+
+
+def test_a_report_is_done_and_a_courtesy_closer_asks_nothing() -> None:
+    st = assess(
+        [
+            _user("Rename the module"),
+            _said("Renamed `a.py` to `b.py` and updated 4 imports. Let me know if you need anything else!"),
+        ]
+    )
+    assert st.state == DONE and st.question is None
+
+
+def test_in_progress_when_a_call_has_no_result_or_the_agent_stopped_before_its_step() -> None:
+    assert assess([_user("Run the tests"), _call("c1", "Bash", {"command": "pytest"})]).state == IN_PROGRESS
+    acting = [_user("Run the tests"), _call("c1", "Bash", {"command": "pytest"}), _result("c1", "1 failed")]
+    assert assess(acting).state == IN_PROGRESS
+    stopped = assess(
+        [_user("Build it"), _said("The build failed on a missing export. Let me check the index file")]
+    )
+    assert stopped.state == IN_PROGRESS
+    assert (
+        assess([_said("Done."), _user("Now deploy it")]).state == IN_PROGRESS
+    )  # the request has no answer yet
+
+
+def test_harness_text_after_the_last_message_changes_nothing() -> None:
+    reminder = _user(
+        "<system-reminder>The task tools haven't been used recently.</system-reminder>",
+        attachment={"type": "x"},
+    )
+    synthetic = _said("No response requested.", message={"model": "<synthetic>"})
+    st = assess(
+        [
+            _user("Summarize the log"),
+            _said("The log shows 3 restarts, all after the 02:00 cron job."),
+            reminder,
+            synthetic,
+        ]
+    )
+    assert st.state == DONE and st.reply and st.reply[1].startswith("The log shows")
+
+
+def test_the_users_words_not_the_harness() -> None:
+    notification = _user(
+        "<task-notification>\n<task-id>b1</task-id>\n<summary>done</summary>\n</task-notification>",
+        origin={"kind": "task"},
+    )
+    custom = _user(
+        "The user asked to refactor the parser (summary made by an extension).", customType="prompt-summary"
+    )
+    command = _user(
+        "<command-message>orchestrator is running…</command-message>\n<command-name>/orchestrator</command-name>\n<command-args>create TODO app by Next.js</command-args>"
+    )
+    builtin = _user("<command-name>/model</command-name>\n<command-args>claude-opus-4-6</command-args>")
+    ide = _user("<ide_opened_file>The user opened a.py</ide_opened_file>\ndeploy it now")
+    assert [user_words(m) for m in (notification, custom, command, builtin, ide)] == [
+        None, None, "/orchestrator create TODO app by Next.js", None, "deploy it now",
+    ]  # fmt: skip
+
+
+# ------------------------------------------------------------------------- rules
+
+
+def test_standing_rules_are_kept_verbatim() -> None:
+    said = [
+        "Add the endpoint. Always run the linter before committing.",
+        "Use pnpm, not npm. Reply in German from now on.",
+        "What does this function do?",
+        "Don't touch the migrations folder.",
+    ]
+    assert standing_rules(said) == [
+        "Always run the linter before committing.",
+        "Use pnpm, not npm.",
+        "Reply in German from now on.",
+        "Don't touch the migrations folder.",
+    ]
+
+
+def test_a_rule_given_while_rejecting_a_tool_call_is_kept() -> None:
+    rejected = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+        "edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
+        "never edit generated files, change the template instead"
+    )
+    messages = [
+        _user("Fix the header"),
+        _call("e1", "Edit", {"file_path": "gen/h.py"}),
+        _result("e1", rejected, error=True),
+    ]
+    facts = gather(messages)
+    assert "never edit generated files, change the template instead" in standing_rules(
+        t for _, t in facts.said
+    )
+    assert facts.open_errors == []  # the user's no is not an error to fix
+    text = digest(SummaryRequest(messages, 2000))
+    assert "“never edit generated files, change the template instead”" in text.split("## User Requests")[0]
+
+
+# -------------------------------------------------------------- files and errors
+
+
+def test_files_read_and_changed_through_shell_commands() -> None:
+    assert shell_files("nl -ba src/x.py | sed -n '248,300p'") == [("src/x.py", "read", (248, 300))]
+    assert shell_files("cat > notes.md <<'EOF'\nhi\nEOF") == [("notes.md", "written", None)]
+    assert shell_files("sed -i 's/a/b/' src/y.ts && rg -n foo src/z.py") == [
+        ("src/y.ts", "edited", None), ("src/z.py", "read", None),
+    ]  # fmt: skip
+    reads = [m for k in range(38) for m in (
+        _call(f"r{k}", "exec_command", json.dumps({"cmd": f"sed -n '{k * 10 + 1},{k * 10 + 10}p' core/x.py"})),
+        _result(f"r{k}", "Process exited with code 0\nOutput:\nline"),
+    )]  # fmt: skip
+    patch = _call(
+        "p",
+        "exec_command",
+        {
+            "cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: core/y.py\n@@\n-a\n+b\n*** End Patch\nEOF"
+        },
+    )
+    text = digest(SummaryRequest([_user("Review core/x.py"), *reads, patch, _result("p", "Done")], 3000))
+    assert "`core/x.py` (read ×38, lines 1–380)" in text and "`core/y.py` (edited)" in text
+    assert text.count("`core/x.py` (") == 1  # one line, not 38
+
+
+def test_only_errors_that_still_stand_are_errors() -> None:
+    messages = [
+        _user("Make the suite pass"),
+        _call("s", "Bash", {"command": "rg -n TODO_MARKER src"}),
+        _result("s", "Exit code 1"),  # a search that found nothing
+        _call("t1", "Bash", {"command": "pytest -q"}),
+        _result("t1", "E   AssertionError: 2 != 3\n1 failed, 4 passed\nExit code 1", error=True),
+        _call("t2", "Bash", {"command": "pytest -q"}),
+        _result("t2", "5 passed\nExit code 0"),  # fixed by a later run
+        _call("b", "Bash", {"command": "npm run build"}),
+        _result("b", "src/a.ts(3,1): error TS2304: Cannot find name 'foo'.\nExit code 2", error=True),
+    ]
+    facts = gather(messages)
+    assert [(what, line) for _, what, line in facts.open_errors] == [
+        ("npm run build", "src/a.ts(3,1): error TS2304: Cannot find name 'foo'.")
+    ]
+    assert facts.settled == 2
+    text = digest(SummaryRequest(messages, 2000))
+    assert (
+        "Resolve the open error first: `npm run build` → src/a.ts(3,1): error TS2304: Cannot find name 'foo'."
+        in text
+    )
+    assert "AssertionError" not in text.split("## Exact Next Steps")[1]
+
+
+# ----------------------------------------------------------- the last deliverable
+
+
+REVIEW = "\n\n".join(
+    [
+        "**Findings**\n" + " ".join(f"Finding {k} is a full sentence about the code." for k in range(40)),
+        "**Answers**\n" + " ".join(f"Answer {k} is a full sentence too." for k in range(40)),
+        "**Recommended Shape**\nKeep the content field as text. Store media references separately.",
+    ]
+)
+
+
+def test_the_last_deliverable_is_whole_or_loses_whole_sections_named() -> None:
+    messages = [_user("Review this plan"), _said(REVIEW)]
+    roomy = digest(SummaryRequest(messages, 3000))
+    body = roomy.split("## Last Deliverable (verbatim)\n")[1].split("\n## ")[0]
+    assert "\n".join(ln[2:] for ln in body.strip("\n").splitlines()) == REVIEW  # whole, verbatim
+    tight = digest(SummaryRequest(messages, 700))
+    assert TOK.count(tight) <= 700
+    assert "Finding 39 is a full sentence about the code." in tight  # the first section whole
+    assert "Sections left out for room: “Answers” was not kept here." in tight  # named, and never half kept
+    assert "Answer 0" not in tight
+    assert [t for t, _ in sections(REVIEW)] == ["Findings", "Answers", "Recommended Shape"]
+
+
+def test_an_older_long_request_keeps_its_first_and_last_sentences() -> None:
+    long = "Build the importer. " + "It reads CSV rows and maps the columns. " * 30 + "Ship it by Friday."
+    assert first_and_last(long, 600) == "Build the importer. […] Ship it by Friday."
+
+
+# ------------------------------------------------------------- what the agent is told
+
+
+def test_the_continuation_tells_the_truth_and_quotes_the_request() -> None:
+    waiting = assess([_user("Fix it"), _said("Fixed. Should I also update the docs?")])
+    done = assess([_user("Fix it"), _said("Fixed: the parser strips the separators; the suite passes.")])
+    going = assess([_user("Fix it"), _call("c", "Bash", {"command": "pytest"})])
+    texts = {st.state: continuation_message("Fix it", st).text for st in (waiting, done, going)}
+    assert (
+        "Put this question to the user again and wait" in texts[WAITING]
+        and "Should I also update the docs?" in texts[WAITING]
+    )
+    assert "Wait for the user's next request; do not redo" in texts[DONE] and "Continue" not in texts[DONE]
+    assert "Continue working on this request" in texts[IN_PROGRESS]
+    for st in (waiting, done, going):
+        assert continued_request(continuation_message("Fix it", st)) == "Fix it"
+
+
+def test_the_guard_keeps_the_step_under_way_verbatim_after_the_summary() -> None:
+    guard = ContextGuard("gpt-4o", window=8_000)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Explain the parser."}]
+    guard.before_request(history, system="You are a coding agent.")
+    guard.after_response(300)
+    history += [
+        {"role": "assistant", "content": "The parser reads each line. " * 1200},
+        {"role": "user", "content": "Now fix the parser."},
+        {"role": "assistant", "content": "Running the tests first.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1 failed: test_commas"},
+    ]  # fmt: skip
+    prepared = guard.before_request(history, system="You are a coding agent.")
+    assert prepared.compacted and prepared.messages[2:] == history[-2:]  # the exchange as it was sent
+    assert guard.state.watermark == len(history) - 2
+    assert "The step under way is kept verbatim after this note." in prepared.messages[1]["content"]
+    again = guard.before_request(history, system="You are a coding agent.")
+    assert (
+        not again.compacted and again.messages == prepared.messages
+    )  # [summary, continuation] + events[mark:]
+
+
+def test_the_summary_names_the_original_session(tmp_path: Path) -> None:
+    import ctxfold
+
+    src = ROOT / "fixtures" / "ctxfold" / "coding-session.jsonl"
+    result = ctxfold.compact(src, window=3_200, out_dir=tmp_path, force=True)
+    assert result.summary is not None
+    assert f"`{src.resolve()}` (entries 1–20, the whole session)" in result.summary.text
+
+
+# --------------------------------------------------------- the hand labels, asserted
+
+
+def _labelled() -> list[tuple[str, Path]]:
+    out = []
+    for key in LABELS:
+        path = ROOT / key if key.startswith("fixtures/") else REAL / key
+        out.append((key, path))
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(" ".join(ln.strip().removeprefix("> ").strip() for ln in text.splitlines()).split())
+
+
+@pytest.mark.parametrize(("key", "path"), _labelled(), ids=[k for k, _ in _labelled()])
+def test_the_labels_hold_on_every_session(key: str, path: Path) -> None:
+    """Where things stand is read right, and a roomy summary keeps every labelled request,
+    rule, value and path, and the last deliverable whole."""
+    if not path.is_file():
+        pytest.skip(f"{key} not available (../shared absent)")
+    label = LABELS[key]
+    messages = list(current_context(load(path).entries).messages)
+    st = assess(messages)
+    assert st.state == label["state"]
+    if label.get("question"):
+        assert st.question and label["question"] in st.question
+    if label["deliverable"]:
+        assert st.deliverable and _norm(label["deliverable"]) in _norm(st.deliverable[1])
+    text = _norm(digest(SummaryRequest(messages, 12_000)))
+    missing = [x for k in ("requests", "rules", "values", "paths") for x in label[k] if _norm(x) not in text]
+    assert missing == []
+    if st.deliverable:
+        assert _norm(st.deliverable[1]) in text

@@ -1,0 +1,64 @@
+"""Outputs as a locked set: eight ``ctxfold compact`` processes on one input and one folder write
+the set once (the others find it up to date), every output is whole and valid, and another
+session's outputs of the same name are never replaced."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from conftest import FIXTURES
+
+SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
+
+
+def _compact(src: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "CTXFOLD_WORKERS": "0"}
+    args = [sys.executable, "-m", "ctxfold", "compact", str(src), "--window", "3000", "--out-dir", str(out)]
+    return subprocess.Popen(
+        [*args, "--no-profile", "--json", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_eight_at_once_write_the_set_once(tmp_path: Path) -> None:
+    src = tmp_path / SAMPLE.name
+    shutil.copy(SAMPLE, src)
+    out = tmp_path / "out"
+    procs = [_compact(src, out) for _ in range(8)]
+    done = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert all(code == 0 for code, _, _ in done), [err for _, _, err in done]
+    statuses = sorted(orjson.loads(stdout)["status"] for _, stdout, _ in done)
+    assert statuses == ["compacted"] + ["up-to-date"] * 7
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(f"{src.stem}.{s}" for s in ("compacted.jsonl", "summary.md", "ctxfold.json"))
+    state = orjson.loads((out / f"{src.stem}.ctxfold.json").read_bytes())
+    assert len(state["passes"]) == 1
+    check = subprocess.run(
+        [sys.executable, "-m", "ctxfold", "validate", str(out / f"{src.stem}.compacted.jsonl")],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_two_sessions_of_one_name_never_replace_each_other(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first, second = tmp_path / "one" / SAMPLE.name, tmp_path / "two" / SAMPLE.name
+    shutil.copy(SAMPLE, first)
+    second.write_bytes(SAMPLE.read_bytes().replace(b"7f1c2d9e-sample", b"another-session"))
+    out = tmp_path / "out"
+    a, b = _compact(first, out, "--force"), _compact(second, out, "--force")
+    codes = sorted((a.wait(timeout=120), b.wait(timeout=120)))
+    assert codes == [0, 1]  # whichever came second is refused, --force or not
+    loser = a if a.returncode else b
+    assert "belongs to another session" in loser.stderr.read()  # type: ignore[union-attr]
+    assert len(orjson.loads((out / f"{SAMPLE.stem}.ctxfold.json").read_bytes())["passes"]) == 1
