@@ -5,40 +5,31 @@ The bench scripts ``harness_prompts.py`` (what a harness sends in its first requ
 the npm registry into a cache outside the repository (``CTXFOLD_HARNESS_VERSIONS``, default
 ``/work/.harness-versions``, else ``~/.cache/ctxfold-harness-versions``: one folder per
 ``package@version``), given a private HOME configured for the scripted server, and run headless
-with one prompt. The Anthropic Messages server is the harness lab's (``tests/interop/server.py``);
-the OpenAI Responses (Codex) and Google GenAI (Gemini CLI) handlers below are the minimal ones a
-capture needs: they record every request and answer from the same script of replies.
+with one prompt. The scripted servers are the harness lab's (``tests/interop/``: Anthropic
+Messages for Claude Code and pi, OpenAI Responses for Codex, Google GenAI for Gemini CLI).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the harness lab's modules import each other as interop.*
 
-from tests.interop.harness import run  # noqa: E402
-from tests.interop.server import (  # noqa: E402
-    Recorded,
-    Reply,
-    Response,
-    ScriptedServer,
-    anthropic_api,
-    rough_tokens,
-)
+from interop.genai_server import genai_api  # noqa: E402
+from interop.genai_server import side_call as genai_side_call  # noqa: E402
+from interop.harness import run  # noqa: E402
+from interop.responses_server import responses_api  # noqa: E402
+from interop.server import Recorded, Reply, ScriptedServer, anthropic_api  # noqa: E402
 
 OK, DONE = Reply("ok"), Reply("Done.")
 
@@ -49,133 +40,6 @@ def versions_cache() -> Path:
         return Path(env)
     work = Path("/work/.harness-versions")
     return work if work.parent.is_dir() else Path.home() / ".cache" / "ctxfold-harness-versions"
-
-
-# ------------------------------------------------------------------ OpenAI Responses (Codex)
-
-
-class ResponsesApi:
-    """``POST /v1/responses`` as server-sent events; ``GET /v1/models`` answers an empty list."""
-
-    n = 0
-
-    def handle(self, server: ScriptedServer, request: Recorded, out: Response) -> None:
-        path = request.path.split("?", 1)[0]
-        body = request.body if isinstance(request.body, dict) else {}
-        if not path.endswith("/responses") or request.method != "POST":
-            out.json(200, {"object": "list", "data": [], "models": []})
-            return
-        reply = server.reply_for(request)
-        out.events(self.events(body, reply))
-
-    def events(self, body: dict[str, Any], reply: Reply) -> Iterator[tuple[str | None, Any]]:
-        ResponsesApi.n += 1
-        rid = f"resp_lab{ResponsesApi.n:06d}"
-        tokens = reply.input_tokens if reply.input_tokens is not None else rough_tokens(body)
-        items: list[dict[str, Any]] = []
-        if reply.text:
-            items.append(
-                {
-                    "type": "message",
-                    "id": f"msg_{rid}",
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
-                }
-            )
-        for i, (name, args) in enumerate(reply.tool_calls):
-            items.append(
-                {
-                    "type": "function_call",
-                    "id": f"fc_{rid}_{i}",
-                    "call_id": f"call_{rid}_{i}",
-                    "name": name,
-                    "arguments": json.dumps(args),
-                    "status": "completed",
-                }
-            )
-        base = {"id": rid, "object": "response", "model": body.get("model"), "status": "in_progress"}
-        yield "response.created", {"type": "response.created", "response": {**base, "output": []}}
-        for i, item in enumerate(items):
-            yield (
-                "response.output_item.done",
-                {"type": "response.output_item.done", "output_index": i, "item": item},
-            )
-        usage = {
-            "input_tokens": tokens,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": reply.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": tokens + reply.output_tokens,
-        }
-        done = {**base, "status": "completed", "output": items, "usage": usage}
-        yield "response.completed", {"type": "response.completed", "response": done}
-
-
-responses_api = ResponsesApi()
-
-
-# ------------------------------------------------------------------ Google GenAI (Gemini CLI)
-
-
-class GenaiApi:
-    """``…:streamGenerateContent`` (events), ``…:generateContent`` (JSON) and ``…:countTokens``.
-
-    Gemini CLI's model router asks a flash-lite model, with a JSON schema, which model should
-    answer; that call is a side call answered with a routing choice, never taken from the script."""
-
-    def handle(self, server: ScriptedServer, request: Recorded, out: Response) -> None:
-        path = request.path.split("?", 1)[0]
-        body = request.body if isinstance(request.body, dict) else {}
-        if path.endswith(":countTokens"):
-            out.json(200, {"totalTokens": rough_tokens(body)})
-            return
-        if not (path.endswith(":streamGenerateContent") or path.endswith(":generateContent")):
-            out.json(404, {"error": {"code": 404, "message": path, "status": "NOT_FOUND"}})
-            return
-        reply = server.reply_for(request)
-        if request.side:
-            # both routers Gemini CLI has had: a model choice, and a complexity score
-            choice = {"reasoning": "simple", "model_choice": "flash"}
-            text = json.dumps({**choice, "complexity_reasoning": "simple", "complexity_score": 10})
-            reply = Reply(text, input_tokens=reply.input_tokens)
-        chunk = self.chunk(body, reply)
-        if path.endswith(":streamGenerateContent"):
-            out.events(iter([(None, chunk)]))
-        else:
-            out.json(200, chunk)
-
-    @staticmethod
-    def chunk(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-        parts: list[dict[str, Any]] = []
-        if reply.text:
-            parts.append({"text": reply.text})
-        for name, args in reply.tool_calls:
-            parts.append({"functionCall": {"name": name, "args": args}})
-        tokens = reply.input_tokens if reply.input_tokens is not None else rough_tokens(body)
-        return {
-            "candidates": [
-                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-            ],
-            "usageMetadata": {
-                "promptTokenCount": tokens,
-                "candidatesTokenCount": reply.output_tokens,
-                "totalTokenCount": tokens + reply.output_tokens,
-            },
-            "modelVersion": "gemini-lab",
-        }
-
-
-genai_api = GenaiApi()
-
-
-def genai_router_call(request: Recorded) -> bool:
-    """Gemini CLI's routing call: a JSON-schema'd generateContent, not a turn of the agent."""
-    body = request.body if isinstance(request.body, dict) else {}
-    config = body.get("generationConfig") or {}
-    return request.path.split("?", 1)[0].endswith(":generateContent") and bool(
-        config.get("responseJsonSchema") or config.get("responseSchema") or config.get("responseMimeType")
-    )
 
 
 # ------------------------------------------------------------------ the harnesses
@@ -323,7 +187,7 @@ HARNESSES: dict[str, Harness] = {
         _gemini,
         lambda p: ["-p", p],
         ".gemini/tmp/**/chats/*",
-        side=genai_router_call,
+        side=genai_side_call,
     ),
 }
 
@@ -412,153 +276,3 @@ def run_session(
         requests = list(srv.requests)
     logs = sorted(p for p in home.glob(h.logs) if p.is_file())
     return Session(h.name, requests, logs, home, done.returncode, done.stdout, done.stderr)
-
-
-def run_interactive(
-    h: Harness,
-    binary: Path,
-    script: list[Reply],
-    prompt: str = "Say hello.",
-    *,
-    env: dict[str, str] | None = None,
-    home: Path,
-    timeout: float = 90,
-) -> Session:
-    """Claude Code as a user runs it: the interactive terminal UI on a pseudo-terminal, the prompt
-    given on the command line, stopped once the answer is in its log. Onboarding, the folder's
-    trust dialog and the custom API key prompt are answered in ``~/.claude.json`` beforehand."""
-    project = home / "project"
-    project.mkdir(parents=True, exist_ok=True)
-    state = {
-        "hasCompletedOnboarding": True,
-        "theme": "dark",
-        "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
-        # the fields 1.x read from a project's entry without checking them
-        "projects": {
-            str(project): {
-                "hasTrustDialogAccepted": True,
-                "hasCompletedProjectOnboarding": True,
-                "allowedTools": [],
-                "mcpServers": {},
-                "enabledMcpjsonServers": [],
-                "disabledMcpjsonServers": [],
-                "ignorePatterns": [],
-                "projectOnboardingSeenCount": 1,
-            }
-        },
-    }
-    (home / ".claude.json").write_text(json.dumps(state))
-    with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=Reply("Done.")) as srv:
-        node_bin = str(Path(shutil.which("node") or "node").parent)
-        full_env = {
-            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "HOME": str(home),
-            "TERM": "xterm-256color",
-            "LANG": "C.UTF-8",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            **h.configure(home, srv.url),
-            **(env or {}),
-        }
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: the harness on the terminal's other end
-            os.chdir(project)
-            os.execve(str(binary), [str(binary), prompt], full_env)
-        screen = b""
-        start = time.monotonic()
-        answered: float | None = None
-        try:
-            while time.monotonic() - start < timeout:
-                ready, _, _ = select.select([fd], [], [], 0.3)
-                if ready:
-                    try:
-                        screen += os.read(fd, 65536)[-200_000:]
-                    except OSError:
-                        break
-                main = [r for r in srv.requests if r.model_call and not r.side]
-                if main and answered is None:
-                    answered = time.monotonic()
-                if answered is not None and (time.monotonic() - answered > 3 or _logged_answer(h, home)):
-                    break
-        finally:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(fd)
-        requests = list(srv.requests)
-    logs = sorted(p for p in home.glob(h.logs) if p.is_file())
-    return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")
-
-
-def _logged_answer(h: Harness, home: Path) -> bool:
-    """The harness has written the scripted answer to its log."""
-    for p in home.glob(h.logs):
-        try:
-            if '"type":"assistant"' in p.read_text(errors="replace"):
-                return True
-        except OSError:
-            pass
-    return False
-
-
-def run_two_prompts(
-    h: Harness,
-    binary: Path,
-    script: list[Reply],
-    prompts: tuple[str, str],
-    *,
-    after_calls: int,
-    env: dict[str, str] | None = None,
-    home: Path,
-    setup: Callable[[Path], None] | None = None,
-    timeout: float = 120,
-) -> Session:
-    """Gemini CLI in its terminal UI (``-i``): the first prompt, then, once ``after_calls`` model
-    calls are answered, a second prompt typed in. A harness that checks its count only when a
-    user turn starts (Gemini CLI compresses then) needs that second turn."""
-    project = home / "project"
-    project.mkdir(parents=True, exist_ok=True)
-    with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=DONE) as srv:
-        node_bin = str(Path(shutil.which("node") or "node").parent)
-        full_env = {
-            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "HOME": str(home),
-            "TERM": "xterm-256color",
-            "LANG": "C.UTF-8",
-            **h.configure(home, srv.url),
-        }
-        if setup is not None:
-            setup(home)
-        full_env.update(env or {})
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.chdir(project)
-            os.execve(str(binary), [str(binary), "-i", prompts[0]], full_env)
-        screen = b""
-        start = time.monotonic()
-        typed: float | None = None
-        try:
-            while time.monotonic() - start < timeout:
-                ready, _, _ = select.select([fd], [], [], 0.3)
-                if ready:
-                    try:
-                        screen += os.read(fd, 65536)[-200_000:]
-                    except OSError:
-                        break
-                answered = [r for r in srv.requests if r.model_call and not r.side]
-                if typed is None and len(answered) >= after_calls:
-                    time.sleep(3)  # let the answer render and the prompt come back
-                    os.write(fd, prompts[1].encode())
-                    time.sleep(0.5)
-                    os.write(fd, b"\r")
-                    typed = time.monotonic()
-                if typed is not None and time.monotonic() - typed > 15:
-                    break
-        finally:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(fd)
-        requests = list(srv.requests)
-    logs = sorted(p for p in home.glob(h.logs) if p.is_file())
-    return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")

@@ -21,9 +21,10 @@ the sub-agent's own log: a sub-agent has its own system prompt and tools.
 
 The tables are ``core/tokens/harnesses/<harness>.json``, shipped with ctxfold as package data;
 ``docs/harnesses.md`` ("What each harness sends") describes them. For pi, whose logs do not name
-the pi version, each row also records the day the version was released (``--released`` or, with
-``--pi-repo PATH`` pointing at a clone of badlogic/pi-mono, its "Release vX.Y.Z" commits), so a
-log is matched by its date.
+the harness version (pi, Gemini CLI), each row also records the day the version was released
+(``--released VERSION=DAY``, or ``--repo PATH`` pointing at a clone of badlogic/pi-mono or
+google-gemini/gemini-cli: its tags, else its package.json history), so a log is matched by its
+date.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness_lab import (
     HARNESSES,
-    ROOT,
     Harness,
     Recorded,
     Reply,
@@ -50,14 +50,14 @@ from harness_lab import (
     install,
     installed_version,
     pi_redirect,
-    run_interactive,
     run_session,
 )
+from harness_tables import PACKAGE_JSON, load_table, markdown, releases, summary, write_table
+from harness_tty import run_interactive
 
 from ctxfold.errors import CtxfoldError
 from ctxfold.tokens.estimate import FileEstimate, estimate_file
 
-TABLES = ROOT / "core" / "tokens" / "harnesses"
 TOKENIZERS = ("o200k", "cl100k", "heuristic")
 REQUEST_FORMAT = {
     "claude-code": "anthropic",
@@ -65,9 +65,9 @@ REQUEST_FORMAT = {
     "codex": "openai-responses",
     "gemini-cli": "genai",
 }
-# ctxfold's reader of each harness's own log; none yet for Gemini CLI's (its system instruction
-# and tools are then what the log leaves out, the messages being what it records)
-LOG_FORMAT = {"claude-code": "claude-code", "pi": "pi", "codex": "codex"}
+# ctxfold's reader of each harness's own log (without one, the system instruction and tools are
+# taken as what the log leaves out, the messages as what it records)
+LOG_FORMAT = {"claude-code": "claude-code", "pi": "pi", "codex": "codex", "gemini-cli": "gemini-cli"}
 SUBAGENT_TOOLS = ("Agent", "Task")
 SUBAGENT_PROMPT = "List the files in the current folder and report what you find."
 MAIN_SUBAGENT_PROMPT = "Use a sub-agent to list the files here."
@@ -265,47 +265,6 @@ def _measure_subagent(h: Harness, binary: Path, first: Recorded, work: Path) -> 
     return row
 
 
-# ------------------------------------------------------------------ the tables
-
-
-def table_path(name: str) -> Path:
-    return TABLES / f"{name}.json"
-
-
-def load_table(name: str) -> dict[str, Any]:
-    path = table_path(name)
-    if path.exists():
-        table: dict[str, Any] = json.loads(path.read_text())
-        return table
-    h = HARNESSES[name]
-    return {
-        "harness": name,
-        "package": h.package,
-        "how": (
-            "python bench/harness_prompts.py add: each version installed from npm and run headless "
-            "(default settings, no MCP servers, an empty project folder, a private HOME) against a "
-            "scripted model server; its first model request counted with ctxfold's counter, next "
-            "to ctxfold's estimate of the same request from the log the harness wrote"
-        ),
-        "versions": [],
-    }
-
-
-def vkey(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v.split("-")[0]))
-
-
-def write_table(name: str, table: dict[str, Any]) -> None:
-    table["versions"].sort(key=lambda r: vkey(r["version"]))
-    TABLES.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(table, indent=1, ensure_ascii=False)
-    # one row of numbers per line: a table a reader can scan and a diff can show
-    text = re.sub(r"\{\s+(\"system\"[^{}]*?)\s+\}", lambda m: "{" + " ".join(m.group(1).split()) + "}", text)
-    tmp = table_path(name).with_suffix(".tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(table_path(name))
-
-
 def add(name: str, versions: list[str], *, subagent: bool, released: dict[str, str]) -> None:
     table = load_table(name)
     for v in versions:
@@ -336,54 +295,6 @@ def newest(h: Harness) -> str:
     return out.stdout.strip()
 
 
-def pi_releases(repo: Path) -> dict[str, str]:
-    """pi version → the day it was released: the first commit of a pi-mono clone whose
-    ``packages/coding-agent/package.json`` names that version."""
-    out = subprocess.run(
-        [
-            "git",
-            "-C",
-            str(repo),
-            "log",
-            "--reverse",
-            "--date=short",
-            "--format=@@%ad",
-            "-p",
-            "--",
-            "packages/coding-agent/package.json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    days: dict[str, str] = {}
-    day = ""
-    for line in out.splitlines():
-        if line.startswith("@@") and len(line) == 12:
-            day = line[2:]
-            continue
-        m = re.match(r'\+\s*"version": "(\d+\.\d+\.\d+)"', line)
-        if m:
-            days.setdefault(m.group(1), day)
-    return days
-
-
-def summary(name: str, row: dict[str, Any]) -> str:
-    t = row["tokens"]["o200k"]
-    text = (
-        f"{name} {row['version']:<9} {row['model']:<24} system {t['system']:>6,} tools {t['tools']:>6,} "
-        f"({len(row['tool_names'])}) messages {t['messages']:>5,} logged {t['logged']:>5,} unlogged {t['unlogged']:>6,}"
-    )
-    for variant, v in (row.get("variants") or {}).items():
-        t = v["tokens"]["o200k"]
-        text += f"\n    {variant}: system {t['system']:>6,} tools {t['tools']:>6,} ({len(v['tool_names'])}) unlogged {t['unlogged']:>6,}"
-    sub = row.get("subagent")
-    if sub:
-        s = sub["tokens"]["o200k"]
-        text += f"\n    sub-agent: system {s['system']:>6,} tools {s['tools']:>6,} ({len(sub['tool_names'])}) unlogged {s['unlogged']:>6,}"
-    return text
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -396,14 +307,18 @@ def main() -> None:
     a.add_argument("versions", nargs="+")
     a.add_argument("--subagent", action="store_true")
     a.add_argument("--released", action="append", default=[], metavar="VERSION=YYYY-MM-DD")
-    a.add_argument("--pi-repo", type=Path, help="a clone of badlogic/pi-mono, for pi's release days")
+    a.add_argument("--repo", type=Path, help="a clone of the harness's repository, for its release days")
     r = sub.add_parser("refresh", help="measure the newest npm version of each harness")
     r.add_argument("harnesses", nargs="*", default=list(HARNESSES))
-    r.add_argument("--pi-repo", type=Path)
-    d = sub.add_parser("dates", help="fill in pi's release days from a pi-mono clone")
-    d.add_argument("--pi-repo", type=Path, required=True)
+    r.add_argument("--repo", type=Path, action="append", default=[], metavar="HARNESS=PATH")
+    d = sub.add_parser(
+        "dates", help="fill in the release days (pi, Gemini CLI) from a clone of the harness's repository"
+    )
+    d.add_argument("harness", choices=list(PACKAGE_JSON))
+    d.add_argument("--repo", type=Path, required=True)
     s = sub.add_parser("show", help="print the shipped tables")
     s.add_argument("harnesses", nargs="*", default=list(HARNESSES))
+    s.add_argument("--markdown", action="store_true", help="as the table in docs/harnesses.md")
     args = ap.parse_args()
     if args.command == "measure":
         row = measure(args.harness, args.version, subagent=args.subagent)
@@ -411,20 +326,23 @@ def main() -> None:
         print(json.dumps(row, indent=1))
     elif args.command == "add":
         released = dict(x.split("=", 1) for x in args.released)
-        if args.pi_repo:
-            released = {**pi_releases(args.pi_repo), **released}
+        if args.repo:
+            released = {**releases(args.repo, args.harness), **released}
         add(args.harness, args.versions, subagent=args.subagent, released=released)
     elif args.command == "refresh":
+        repos = dict(x.split("=", 1) for x in args.repo)
         for name in args.harnesses:
-            released = pi_releases(args.pi_repo) if args.pi_repo and name == "pi" else {}
+            released = releases(Path(repos[name]), name) if name in repos else {}
             add(name, [newest(HARNESSES[name])], subagent=name == "claude-code", released=released)
     elif args.command == "dates":
-        days = pi_releases(args.pi_repo)
-        table = load_table("pi")
+        days = releases(args.repo, args.harness)
+        table = load_table(args.harness)
         for row in table["versions"]:
             if row["version"] in days:
                 row["released"] = days[row["version"]]
-        write_table("pi", table)
+        write_table(args.harness, table)
+    elif args.markdown:
+        print(markdown(args.harnesses))
     else:
         for name in args.harnesses:
             for row in load_table(name)["versions"]:

@@ -31,8 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness_lab import HARNESSES, ROOT, Recorded, Reply, run_session, run_two_prompts
-from harness_prompts import load_table, write_table
+from harness_lab import HARNESSES, ROOT, Recorded, Reply, run_session
+from harness_tables import load_table, write_table
+from harness_tty import run_two_prompts
 
 from ctxfold.engine.triggers import TRIGGERS, parse_trigger
 
@@ -42,8 +43,7 @@ OUTPUT = 12  # output tokens every scripted reply reports
 
 def lab_bin(name: str) -> Path:
     """The pinned binary of the harness lab (installed by its conftest on first use)."""
-    sys.path.insert(0, str(LAB.parent))
-    from tests.interop.conftest import installed_lab  # the lab's own install, keyed by its lockfile
+    from interop.conftest import installed_lab  # the lab's own install, keyed by its lockfile
 
     root = installed_lab()
     return root / "node_modules" / ".bin" / {"claude-code": "claude", "gemini-cli": "gemini"}.get(name, name)

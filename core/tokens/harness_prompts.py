@@ -77,7 +77,8 @@ class LogFacts:
 
     @property
     def done(self) -> bool:
-        return bool(self.responses and self.started and self.version)
+        """Everything is known by the first response (the version is on the first lines)."""
+        return bool(self.responses and self.started)
 
 
 @dataclass(frozen=True)
