@@ -88,7 +88,7 @@ def evaluate(
     measured: bool = True,
 ) -> dict:
     after, first, big, unders = [], [], [], []
-    late = n_under2 = 0
+    late = early = n_under2 = 0
     for name, (est, heur) in files.items():
         source = heur if calibration == "seed" else est
         key = key_for(est.format, est.model.name)
@@ -122,6 +122,7 @@ def evaluate(
                 if prev is not None and row.estimate - prev >= 2_000:
                     big.append(abs(err))
             late += row.late
+            early += row.early
             prev = row.estimate
     worst = min(unders) if unders else (0.0, 0, "", 0)
     return {
@@ -137,6 +138,7 @@ def evaluate(
         "big_steps": len(big),
         "big_step_p90_pct": round(pct(big, 0.9) * 100, 2),
         "late_decisions": late,
+        "early_decisions": early,
         "first_requests": [(n, s, round(e * 100, 1), d) for n, s, e, d in first],
         "first_within_15pct": sum(1 for _, _, e, _ in first if abs(e) <= 0.15),
     }
@@ -197,7 +199,7 @@ def main() -> None:
     print(
         f"{len(files)} sessions, {results[0]['requests_after_first']} requests after the first of their segment\n"
     )
-    head = f"{'calibrator':<18}{'median':>8}{'p90':>8}{'>2% under':>11}{'worst under':>22}{'big-step p90':>14}{'late':>6}{'first ±15%':>12}"
+    head = f"{'calibrator':<18}{'median':>8}{'p90':>8}{'>2% under':>11}{'worst under':>22}{'big-step p90':>14}{'late':>6}{'early':>6}{'first ±15%':>12}"
     print(head)
     for r in results:
         label = r["calibration"] + ("" if r["prior"] == "profile" else f" ({r['prior']})")
@@ -205,14 +207,18 @@ def main() -> None:
         first = f"{r['first_within_15pct']}/{len(r['first_requests'])}"
         print(
             f"{label:<18}{r['median_pct']:>7}%{r['p90_pct']:>7}%{r['under_2pct_share']:>10}%{worst:>22}"
-            f"{r['big_step_p90_pct']:>13}%{r['late_decisions']:>6}{first:>12}"
+            f"{r['big_step_p90_pct']:>13}%{r['late_decisions']:>6}{r['early_decisions']:>6}{first:>12}"
         )
-    print("\nfirst request of each segment, error % (profile learned from the other sessions):")
-    for r in results:
-        if r["calibration"] in ("growth", "seed"):
-            print(f"  {r['calibration']}{'' if r['prior'] == 'profile' else ' (' + r['prior'] + ')'}:")
-            for name, seg, e, d in r["first_requests"]:
-                print(f"    {name:<55} seg {seg}: {e:+6.1f}% {d:+8,} tokens")
+    print(
+        "\nfirst request of each segment, error % (growth; profile learned from the other sessions),"
+        "\nwithout and with the measured prompts of the harness versions:"
+    )
+    by = {(r["calibration"], r["prior"]): r for r in results}
+    before = by[("growth", "profile, prompts not measured")]["first_requests"]
+    after = by[("growth", "profile")]["first_requests"]
+    print(f"  {'session':<55} {'seg':>3} {'before':>8} {'after':>8} {'tokens after':>13}")
+    for (name, seg, e0, _), (_, _, e1, d1) in zip(before, after, strict=True):
+        print(f"  {name:<55} {seg:>3} {e0:+7.1f}% {e1:+7.1f}% {d1:+13,}")
 
 
 if __name__ == "__main__":
