@@ -193,3 +193,20 @@ def _report_tally() -> Iterator[None]:
         print(f"\nfuzz: {lines:,} lines mutated")
         for key, n in sorted(TALLY.items()):
             print(f"  {key}: {n:,}")
+
+
+# Crashes the fuzzer found, kept as plain regression tests: (fixture, line index, key path, value).
+FOUND = [
+    ("ctxfold/coding-session.jsonl", 10, ("parts",), None),  # the native reader let a null list through
+    ("pi/v3-tree.jsonl", 2, ("parentId",), []),  # validate hashed a list as an id
+]
+
+
+@pytest.mark.parametrize(("fixture", "index", "path", "value"), FOUND)
+def test_what_the_fuzzer_found(fixture: str, index: int, path: tuple[str, ...], value: Any) -> None:
+    lines = (FIXTURES / fixture).read_bytes().splitlines()
+    doc = orjson.loads(lines[index])
+    _set(doc, path, value)
+    lines[index] = orjson.dumps(doc)
+    outcome = _every_path(b"\n".join(lines) + b"\n", ".jsonl")
+    assert "LineError" in outcome or "read" in outcome

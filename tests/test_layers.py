@@ -16,7 +16,8 @@ from conftest import ROOT
 
 # Bottom to top: a module may import its own layer and the ones below it. The transcript model
 # is the vocabulary the format readers write in; providers sit under strategies because a
-# strategy calls a summarizer; the public API (ctxfold/__init__) and the command line are last.
+# strategy calls a summarizer; the framework adapters sit on compaction (the guard); the public
+# API (ctxfold/__init__) and the command line are last, and neither imports the adapters.
 FOUNDATION = {"errors", "names", "paths", "atomic", "config", "settings", "prices"}
 LAYERS = [
     "foundation",
@@ -27,6 +28,7 @@ LAYERS = [
     "providers",
     "strategies",
     "compaction",
+    "adapters",
     "api",
     "cli",
 ]
@@ -147,6 +149,18 @@ def test_no_import_cycle() -> None:
 
 def test_no_import_against_the_flow() -> None:
     assert against_the_flow(graph()) == []
+
+
+def test_only_the_user_imports_the_adapters() -> None:
+    """An adapter imports its agent framework: no module of ctxfold but the adapters' own may
+    import one, so ``import ctxfold`` (and the command line) never pulls a framework in."""
+    bad = [
+        f"{MODULES[m].relative_to(ROOT)} imports {t}"
+        for m, ts in graph().items()
+        for t in ts
+        if layer(t) == "adapters" and layer(m) != "adapters"
+    ]
+    assert not bad
 
 
 def test_a_reintroduced_cycle_or_climb_is_caught() -> None:

@@ -76,6 +76,9 @@ class Prepared:
     compacted: bool = False
     after: Decision | None = None  # the decision on the compacted request
     summary: SummaryResult | None = None
+    # how many of ``messages`` at the front are ctxfold's own (summary, continuation): the rest
+    # are the caller's last events, so an adapter can map them back to its framework's objects
+    own: int = 0
 
 
 # A Message, or a message of any API ctxfold reads, as a dict or an SDK's pydantic object.
@@ -167,7 +170,6 @@ class ContextGuard:
             declared = getattr(self.summarizer, "window", resolved.window)
             summarizer_window = declared if declared is not None else UNLIMITED_WINDOW
         self.summarizer_window = summarizer_window
-        self._forced = False
         self.compactions = 0
         self.strategy = get_strategy("summary")  # the conversation becomes [summary, continuation]
         self._head: tuple[str, str, list[Message]] | None = None  # (summary, continuation) as messages
@@ -198,7 +200,14 @@ class ContextGuard:
         return body + self.fixed_tokens(system, tools)
 
     def decide(self, estimate: int) -> Decision:
-        return decide(self.calibrator, self.policy, estimate, forced=self._forced)
+        return decide(self.calibrator, self.policy, estimate, forced=self.forced)
+
+    @property
+    def forced(self) -> bool:
+        """A refusal as too long was learned and no compaction has followed yet. Kept in the
+        state, so a guard rebuilt from its store (as the framework adapters build one per call)
+        still compacts the next request."""
+        return bool(self.state.get("forced"))
 
     # ---------------------------------------------------------------------- the loop
 
@@ -237,7 +246,7 @@ class ContextGuard:
         decision = self.decide(self.estimate(messages, system, tools))
         if not decision.due:
             self.state.set("last_heuristic", decision.estimate)
-            return Prepared(self.live.outgoing(events, messages, head), decision)
+            return Prepared(self.live.outgoing(events, messages, head), decision, own=head)
         if self._nothing_to_fold(events):
             if decision.forced:
                 raise WindowTooSmallError(
@@ -246,7 +255,7 @@ class ContextGuard:
                     "alone are too large"
                 )
             self.state.set("last_heuristic", decision.estimate)
-            return Prepared(self.live.outgoing(events, messages, head), decision)
+            return Prepared(self.live.outgoing(events, messages, head), decision, own=head)
         folded = fold(
             FoldInput(
                 messages=messages,
@@ -264,7 +273,7 @@ class ContextGuard:
         summary = folded.summary
         if summary is None:  # the summary strategy always summarizes
             raise UsageError(f"the {self.strategy.name} strategy made no summary")
-        self._forced = False
+        self.state.delete("forced")
         self.state.set("summary", summary.text)
         self.state.set("continuation", folded.messages[1].text if len(folded.messages) > 1 else "")
         # the exchange under way stays verbatim: the watermark moves back over it, so those events
@@ -275,8 +284,9 @@ class ContextGuard:
         self.state.set("calibration", {"name": self.calibrator.name, "points": []})
         self.state.set("last_heuristic", folded.after.estimate)
         self.compactions += 1
-        out = self.live.outgoing(events, folded.messages, len(folded.messages) - folded.tail)
-        return Prepared(out, decision, compacted=True, after=folded.after, summary=summary)
+        own = len(folded.messages) - folded.tail
+        out = self.live.outgoing(events, folded.messages, own)
+        return Prepared(out, decision, compacted=True, after=folded.after, summary=summary, own=own)
 
     def _nothing_to_fold(self, events: Sequence[Event]) -> bool:
         """True right after a compaction: no event has arrived since the summary was made."""
@@ -308,7 +318,6 @@ class ContextGuard:
         for name in KEYS_TO_RESET:
             self.state.delete(name)
         self.calibrator.history.clear()
-        self._forced = False
 
     def after_response(self, usage: Any, *, final: bool = True) -> None:
         """Record the provider's prompt-token count (an int, or the SDK response's ``usage``);
@@ -317,12 +326,15 @@ class ContextGuard:
         if tokens is not None and tokens > 0:
             self._learn(tokens)
 
-    def on_error(self, message: str) -> bool:
+    def on_error(self, message: str | BaseException, *, overflow: bool = False) -> bool:
         """Learn from a refusal as too long. True when it was one: a stated count ("prompt is too
         long: N tokens > M maximum") is recorded, the window shrinks to a stated smaller limit
         (kept in the state), and the next ``before_request`` compacts whatever the prediction
-        says; a refusal without numbers only forces the compaction."""
-        if not is_overflow(message):
+        says; a refusal without numbers only forces the compaction. ``message`` may be the
+        exception itself; ``overflow=True`` says the caller already knows it was a refusal as too
+        long (a framework's own error class for it), whatever its words."""
+        message = str(message)
+        if not overflow and not is_overflow(message):
             return False
         parsed = parse_overflow(message)
         if parsed is not None:
@@ -331,7 +343,7 @@ class ContextGuard:
                 self.policy = make_policy(limit, max_tokens=None, buffer=self.buffer)
                 self.state.set("window_limit", limit)
             self._learn(tokens)
-        self._forced = True
+        self.state.set("forced", True)
         return True
 
     def _learn(self, real: int) -> None:
@@ -352,4 +364,5 @@ KEYS_TO_RESET = (
     "calibration",
     "conversation",
     "window_limit",
+    "forced",
 )

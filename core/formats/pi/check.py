@@ -147,6 +147,8 @@ def check_file(path: str | Path) -> list[tuple[int, str]]:
                 out.append((no, f"duplicate entry id {eid!r}"))
             if parent is ...:
                 out.append((no, "missing field 'parentId' (null for the first entry)"))
+            elif parent is not None and not isinstance(parent, str):
+                out.append((no, f"parentId should be a string or null, not {type(parent).__name__}"))
             elif parent is not None and parent not in parents:
                 out.append((no, f"parentId {parent!r} names no earlier entry: pi's resume walk stops here"))
             parents[eid] = parent if isinstance(parent, str) else None
