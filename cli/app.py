@@ -165,6 +165,16 @@ def report(
             help="Exit 3 when compaction fires (compact) or a request went over the window (overflow).",
         ),
     ] = None,
+    trigger: Annotated[
+        str | None,
+        typer.Option(
+            "--trigger",
+            metavar="NAME[:SETTING=VALUE]",
+            help="Also replay under a harness's own compaction rule: claude-code, codex, pi or "
+            "gemini-cli, optionally NAME:SETTING=VALUE (claude-code:pct=80, codex:limit=200000, "
+            "pi:reserve=30000, gemini-cli:threshold=0.7).",
+        ),
+    ] = None,
     by: ByOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -184,6 +194,7 @@ def report(
     from ctxfold.engine.replay import Report, report_file
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import to_dict, totals
+    from ctxfold.engine.triggers import parse_trigger
     from ctxfold.engine.usage import session_usage, table_doc
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
@@ -195,6 +206,8 @@ def report(
     if brief and all_rows:
         raise UsageError("--brief prints one line per file, --all every request of one: give one of them")
     check_by(by, brief=brief, all_rows=all_rows)
+    if trigger:
+        parse_trigger(trigger)  # a typo fails before any file is read
     config = load_config()
     profiles = None if no_profile else Profiles()  # read once, saved once, for every file
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
@@ -222,6 +235,7 @@ def report(
                 profiles=profiles,
                 config=config,
                 on_progress=on_progress,
+                trigger=trigger,
             )
 
     with attributed(settings):

@@ -139,6 +139,15 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
         facts.append(
             ("side chains", f"{r.replay.side_requests:,} sub-agent requests (not in the main context)")
         )
+    hp = r.harness_prompt
+    if hp is not None:
+        facts.append(
+            (
+                "unlogged",
+                f"{hp.tokens:,} tokens of system prompt and tools {hp.describe()} sends that the log "
+                f"leaves out (measured {hp.measured}; {hp.basis.split(': ', 1)[-1]}): in the prediction",
+            )
+        )
     if r.replay.compactions:
         facts.append(("compactions", f"{len(r.replay.compactions)} recorded in the log"))
     facts.append(
@@ -200,12 +209,14 @@ def profile(profiles: Profiles) -> None:
     for w in profiles.warnings:
         warn(w)
     out.print(Text(f"profile: {profiles.path}"))
-    shipped = ", ".join(f"{f} {o:,} hidden × {r}" for f, (o, r, _) in BUILTIN.items())
+    shipped = ", ".join(f"{f} {o:,} beyond the measured prompt × {r}" for f, (o, r, _) in BUILTIN.items())
     out.print(Text(f"  shipped priors, used until a source has a learned session: {shipped}"))
     if not profiles.profiles:
         out.print("  nothing learned yet: run estimate or report on a session")
         return
     t = Table(show_edge=False, pad_edge=False, box=None)
+    # for a harness whose prompt is measured (tokens/harness_prompts.py), what its sessions sent
+    # beyond that prompt: memory files, MCP servers, plugins
     for col in ("source | model family", "sessions", "hidden tokens (median)", "tokenizer ratio (median)"):
         t.add_column(col, justify="left" if col.startswith("source") else "right")
     for key, entry in sorted(profiles.profiles.items()):

@@ -19,6 +19,7 @@ from ctxfold.config import Config
 from ctxfold.formats.loader import Opened, open_transcript
 from ctxfold.settings import setting
 from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.harness_prompts import HarnessPrompt, choose
 from ctxfold.tokens.models import ResolvedModel, resolve
 from ctxfold.tokens.parallel import workers_for
 from ctxfold.tokens.session import Replay, Request, SessionCounter
@@ -54,6 +55,9 @@ class FileEstimate:
     model_source: str | None = None
     bytes_read: int = 0
     lines_read: int = 0
+    # what the harness that wrote the log sends that the log does not record (measured for its
+    # version: tokens/harness_prompts.py); not in the counts above, the engine adds it
+    harness_prompt: HarnessPrompt | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -171,6 +175,7 @@ def estimate_entries(
         replay=replay,
         largest=_largest(replay, 10),
         model_source=model_source,
+        harness_prompt=choose(source_format, replay.facts, agent=replay.agent, tokenizer=resolved.tokenizer),
     )
 
 
@@ -226,6 +231,7 @@ def estimate_to_dict(r: FileEstimate) -> dict[str, Any]:
         "used_fraction": round(r.used_fraction, 4),
         "breakdown": dict(r.replay.by_category),
         "request_framing": r.replay.per_request,
+        "harness_prompt": r.harness_prompt.to_dict() if r.harness_prompt else None,
         "largest": [
             {"position": m.position, "role": m.role, "tokens": m.tokens, "preview": m.preview}
             for m in r.largest
