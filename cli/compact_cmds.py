@@ -197,8 +197,10 @@ def compact(
             try:  # a provider that cannot be called is said now, before anything is read or written
                 summarizer.check_keys()
             except MissingKeyError as err:
+                source = settings["provider"].source
+                whence = f"; provider from {source}" if source not in ("flag", "default") else ""
                 if not dry_run:
-                    raise MissingKeyError(err.provider, err.env_var, "nothing written") from None
+                    raise MissingKeyError(err.provider, err.env_var, f"nothing written{whence}") from None
                 missing = err  # a dry run calls nothing: it says so and goes on
         result = compact_file(
             file,

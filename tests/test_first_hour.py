@@ -472,3 +472,16 @@ def test_a_file_that_is_no_log_gets_no_advice_to_read_past_it(tmp_path: Path) ->
     result = runner.invoke(app, ["estimate", str(readme)])
     assert result.exit_code == 1 and f"{readme}:1: not valid JSON" in result.stderr
     assert "--skip-invalid" not in result.stderr
+
+
+def test_a_provider_named_alone_in_the_config_file_says_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "ctxfold.toml"
+    conf.write_text('[compact]\nprovider = "anthropic:claude-haiku-4-5"\n')
+    monkeypatch.setenv("CTXFOLD_CONFIG", str(conf))
+    result = runner.invoke(
+        app, ["compact", str(SAMPLE), "--window", "24000", "--out-dir", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 1 and "ANTHROPIC_API_KEY" in result.stderr
+    assert f"provider from file {conf}" in result.stderr and not (tmp_path / "o").exists()

@@ -208,7 +208,7 @@ def _compact(
     if resumed.changed:
         result.notes.append(
             f"the settings changed since the last compaction ({'; '.join(resumed.changed)}): "
-            "the whole session is decided and folded afresh"
+            "the whole session is decided again, and folded afresh when due"
         )
     if read.in_store:
         result.notes.append(
