@@ -116,3 +116,23 @@ def test_a_session_being_written_compacts_as_it_grows(tmp_path: Path) -> None:
     assert outcomes.count("compacted") >= 1 and live.read_bytes() == b"".join(lines)
     final = load_state(out / "live.ctxfold.json")
     assert final is not None and final.prefix_bytes <= live.stat().st_size
+
+
+def test_a_line_finished_while_it_is_read_is_still_the_last_line(tmp_path: Path) -> None:
+    """The reader is at a half-written last line when the harness writes its second half: that
+    half-line is the end of the file as it was read, never 'a bad line' followed by its rest."""
+    from ctxfold.errors import LineError
+    from ctxfold.formats.base import Line
+    from ctxfold.formats.jsonl import iter_lines
+
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "live.jsonl"
+    half = len(lines[3]) // 2
+    path.write_bytes(b"".join(lines[:3]) + lines[3][:half])
+    items = iter_lines(path)
+    seen = [next(items) for _ in range(3)]  # reading the third line reads the half one behind it
+    with path.open("ab") as f:
+        f.write(lines[3][half:])
+    rest = list(items)
+    assert all(isinstance(x, Line) for x in seen)
+    assert len(rest) == 1 and isinstance(rest[0], LineError) and "half-written" in rest[0].reason

@@ -103,6 +103,8 @@ def _lines(f: BinaryIO, raws: Iterable[bytes] | None = None, no: int = 0) -> Ite
                 yield _parse(prev, no, last=False)
         no += 1
         prev = raw[len(BOM) :] if no == 1 and raw.startswith(BOM) else raw
+        if not raw.endswith(b"\n"):
+            break  # the end of the file as it was: what a writer adds later is not read into it
     if prev is not None and prev.strip():
         yield _parse(prev, no, last=True)
 
