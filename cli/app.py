@@ -11,8 +11,10 @@ import typer
 
 from ctxfold.cli import compact_cmds
 from ctxfold.cli.errors import DEBUG_VAR, EXIT_FAILURE, attributed, handle_errors
+from ctxfold.cli.help import HelpCommand, HelpGroup
 from ctxfold.cli.options import (
     BufferOpt,
+    ByOpt,
     CalibrationOpt,
     Files,
     FormatOpt,
@@ -31,7 +33,9 @@ app = typer.Typer(
     help="Keep LLM-agent conversations inside the model's context window.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,  # handle_errors prints one line; --debug the traceback
+    rich_markup_mode=None,  # plain help and usage errors (cli/help.py), no Rich at start-up
+    cls=HelpGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -64,7 +68,7 @@ def _root(
         os.environ[DEBUG_VAR] = "1"
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @handle_errors
 def estimate(
     files: Files,
@@ -77,7 +81,12 @@ def estimate(
     jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Estimate the tokens of the request the model sees now, next to the real counts."""
+    """Count the tokens of the next request and predict its real size.
+
+    The context as it stands after the last line, split by part (system prompt, tools, user,
+    assistant, tool calls and results, media), its largest messages, the last count the provider
+    reported next to ctxfold's, and the next request's predicted size against the window.
+    """
     from functools import partial
 
     from ctxfold.cli import render
@@ -124,7 +133,7 @@ def estimate(
         raise SystemExit(EXIT_FAILURE)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @handle_errors
 def report(
     files: Files,
@@ -150,30 +159,56 @@ def report(
         bool, typer.Option("--brief", help="One line per file, then the totals (for folders of sessions).")
     ] = False,
     plot: Annotated[
-        str | None, typer.Option("--plot", help="Draw tokens over requests to OUT.svg, .png or .html.")
+        str | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="Draw the run, and the run with ctxfold compacting, to FILE (.svg, .png or .html).",
+        ),
     ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
-            "--fail-on", help="Exit 3 when compaction fires (compact) or a request overflowed (overflow)."
+            "--fail-on",
+            metavar="[compact|overflow]",
+            help="Exit 3 when compaction fires (compact) or a request went over the window (overflow).",
         ),
     ] = None,
+    trigger: Annotated[
+        str | None,
+        typer.Option(
+            "--trigger",
+            metavar="NAME[:SETTING=VALUE]",
+            help="Also replay under a harness's own compaction rule: claude-code, codex, pi or "
+            "gemini-cli, optionally NAME:SETTING=VALUE (claude-code:pct=80, codex:limit=200000, "
+            "pi:reserve=30000, gemini-cli:threshold=0.7).",
+        ),
+    ] = None,
+    by: ByOpt = None,
     jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Replay sessions request by request: estimate, prediction, real count, threshold, decision."""
+    """Replay sessions request by request, or total their usage.
+
+    For each request: ctxfold's count, its prediction, the provider's real count, the threshold
+    and the decision; where compaction would first fire, late and early decisions, overflows and
+    the cost. --by totals tokens and cost per day, project or session instead.
+    """
     from functools import partial
 
-    from ctxfold.cli import render, render_report
+    from ctxfold.cli import render, render_report, render_usage
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand
     from ctxfold.cli.jobs import read_files
+    from ctxfold.cli.options import check_by
     from ctxfold.config import load_config
     from ctxfold.engine.calibration import make_calibrator
     from ctxfold.engine.profile import Profiles
     from ctxfold.engine.replay import Report, report_from, report_tokenizer
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import to_dict, totals
+    from ctxfold.engine.triggers import parse_trigger
+    from ctxfold.engine.usage import session_usage, table_doc
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
     from ctxfold.settings import effective, setting
@@ -184,6 +219,8 @@ def report(
         raise UsageError(f"--fail-on takes compact or overflow, not {fail_on!r}{hint.split(' (known')[0]}")
     if brief and all_rows:
         raise UsageError("--brief prints one line per file, --all every request of one: give one of them")
+    check_by(by, brief=brief, all_rows=all_rows)
+    rule = parse_trigger(trigger) if trigger else None  # a typo fails before any file is read
     config = load_config()
     profiles = None if no_profile else Profiles()  # read once, saved once, for every file
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
@@ -213,9 +250,10 @@ def report(
             calibration=calibration,
             max_tokens=max_tokens,
             buffer=buffer,
-            simulate=simulate_compaction,
+            simulate=simulate_compaction or bool(plot),  # the plot draws the compacted run too
             profiles=profiles,
             config=config,
+            rule=rule,
         )
 
     preload = setting("tokenizer", counted_with, config).value or "o200k"
@@ -234,6 +272,8 @@ def report(
         draw(reports[0], plot)
     if json_out:
         docs = [to_dict(r) for r in reports]
+        for doc, r in zip(docs, reports, strict=True):  # tokens by how they are billed, dates
+            doc["usage"] = session_usage(r.estimate, r.prices)
         if explain:  # the arithmetic of each file's last decision, as the terminal shows it
             for doc, r in zip(docs, reports, strict=True):
                 doc["explain"] = [{"label": k, "text": v} for k, v in explain_lines(r)]
@@ -245,10 +285,13 @@ def report(
                 "files": docs,
                 "failed": failed,
                 "totals": totals(reports, [d["summary"] for d in docs]),
+                **({"by": table_doc([r.estimate for r in reports], by, config.prices)} if by else {}),
             }
         )
     else:
-        if brief and reports:
+        if by and reports:
+            render_usage.by([r.estimate for r in reports], by)
+        elif brief and reports:
             render_report.brief(reports)
         elif reports:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
@@ -261,14 +304,19 @@ def report(
         raise SystemExit(EXIT_CONDITION)
 
 
-profile_app = typer.Typer(help="The learned per-source profile (hidden prompt size and tokenizer ratio).")
+profile_app = typer.Typer(
+    help="What ctxfold learned from the sessions it read.\n\nPer log source and model: the size of "
+    "the prompt the harness sends but does not log, and the tokenizer ratio.",
+    cls=HelpGroup,
+    rich_markup_mode=None,
+)
 app.add_typer(profile_app, name="profile")
 
 
-@profile_app.command("show")
+@profile_app.command("show", cls=HelpCommand)
 @handle_errors
 def profile_show(json_out: JsonOpt = False) -> None:
-    """Show what was learned per log source and model."""
+    """Show what was learned, per log source and model."""
     from ctxfold.cli import render
     from ctxfold.engine.profile import BUILTIN, Profiles
 
@@ -288,7 +336,7 @@ def profile_show(json_out: JsonOpt = False) -> None:
         render.profile(profiles)
 
 
-@profile_app.command("reset")
+@profile_app.command("reset", cls=HelpCommand)
 @handle_errors
 def profile_reset(json_out: JsonOpt = False) -> None:
     """Forget everything learned."""
@@ -303,7 +351,7 @@ def profile_reset(json_out: JsonOpt = False) -> None:
         render.out.print(f"profile {'removed' if existed else 'was already empty'}: {profiles.path}")
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def version(json_out: JsonOpt = False) -> None:
     """Print the version."""
     from ctxfold import __version__
@@ -316,9 +364,9 @@ def version(json_out: JsonOpt = False) -> None:
         print(f"ctxfold {__version__}")
 
 
-app.command()(compact_cmds.compact)
-app.command()(compact_cmds.validate)
-app.command("config")(compact_cmds.show_config)
+app.command(cls=HelpCommand)(compact_cmds.compact)
+app.command(cls=HelpCommand)(compact_cmds.validate)
+app.command("config", cls=HelpCommand)(compact_cmds.show_config)
 
 
 def main() -> None:

@@ -22,47 +22,99 @@ from ctxfold.cli.options import (
 
 @handle_errors
 def compact(
-    file: Annotated[str, typer.Argument(help="The session to compact (a file, or - with -o).")],
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Compacted transcript path.")] = None,
-    out_dir: Annotated[str | None, typer.Option("--out-dir", help="Folder for the three outputs.")] = None,
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="The session to compact (or - for stdin, with -o).")
+    ],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Where the compacted session goes; the summary and state go beside it.",
+            show_default="NAME.compacted.jsonl beside the input",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        str | None, typer.Option("--out-dir", metavar="DIR", help="Folder for the three outputs.")
+    ] = None,
     strategy: Annotated[
         str | None,
-        typer.Option("--strategy", "-s", help="summary, sliding-window, mask-observations, or a+b."),
+        typer.Option(
+            "--strategy",
+            "-s",
+            metavar="[summary|sliding-window|mask-observations]",
+            help="How to fold: a summary of it all, a summary of the head with the latest turns kept, "
+            "or old tool output replaced by a placeholder (no model); a+b tries a, then b.",
+            show_default="summary",
+        ),
     ] = None,
     provider: Annotated[
         str | None,
         typer.Option(
-            "--provider", "-p", help="offline, anthropic:M, openai:M, openai-compatible:M; a,b = fallback."
+            "--provider",
+            "-p",
+            metavar="PROVIDER[,PROVIDER...]",
+            help="Who writes the summary: offline (no model), anthropic[:MODEL], openai[:MODEL], "
+            "openai-responses[:MODEL] or openai-compatible:MODEL (with --base-url); a comma list "
+            "falls back along it, a provider named alone never does.",
+            show_default="offline",
         ),
     ] = None,
     instructions: Annotated[
-        str | None, typer.Option("--instructions", "-i", help="What the summary should focus on.")
+        str | None,
+        typer.Option("--instructions", "-i", metavar="TEXT", help="What the summary should focus on."),
     ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Server for openai-compatible (or a proxy).")
+        str | None,
+        typer.Option("--base-url", metavar="URL", help="The server of openai-compatible (or a proxy)."),
     ] = None,
     api_key: Annotated[
         str | None,
-        typer.Option("--api-key", help="API key (default: the SDK's env var).", show_default=False),
+        typer.Option(
+            "--api-key",
+            metavar="KEY",
+            help="The provider's API key; never shown or written.",
+            show_default="ANTHROPIC_API_KEY or OPENAI_API_KEY",
+        ),
     ] = None,
     tool_results: Annotated[
         str | None,
         typer.Option(
-            "--tool-results", help="elide (default) or head:N: tool output shown to the summarizer."
+            "--tool-results",
+            metavar="[elide|head:N]",
+            help="What the summarizer sees of tool output: a one-line mention, or its first N lines.",
+            show_default="elide",
         ),
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", min=0.1, help="Seconds per summarizer call.")
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.1,
+            metavar="SECONDS",
+            help="Time allowed per summarizer call.",
+            show_default="60",
+        ),
     ] = None,
     max_retries: Annotated[
-        int | None, typer.Option("--max-retries", min=0, help="Retries per summarizer call.")
+        int | None,
+        typer.Option(
+            "--max-retries", min=0, metavar="N", help="Retries per summarizer call.", show_default="2"
+        ),
     ] = None,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Fail instead of falling back to the next provider.")
+        bool, typer.Option("--strict", help="Stop at the first provider that fails, even in a chain.")
     ] = False,
     keep_observations: Annotated[
         int | None,
-        typer.Option("--keep-observations", min=0, help="Recent tool results mask-observations keeps."),
+        typer.Option(
+            "--keep-observations",
+            min=0,
+            metavar="N",
+            help="Recent tool results mask-observations leaves whole.",
+            show_default="10",
+        ),
     ] = None,
     model: ModelOpt = None,
     window: WindowOpt = None,
@@ -79,7 +131,8 @@ def compact(
         typer.Option(
             "--to",
             metavar="FORMAT",
-            help="Write the compacted session for another harness (claude-code, codex, pi, ...).",
+            help="Write the compacted session for another harness (claude-code, codex, pi, gemini-cli, ...).",
+            show_default="the input's format",
         ),
     ] = None,
     install: Annotated[
@@ -94,13 +147,19 @@ def compact(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Compact a session: NAME.compacted.jsonl (same format), NAME.summary.md, NAME.ctxfold.json."""
+    """Fold a session into a shorter one when it is due, and say how to carry on with it.
+
+    Writes NAME.compacted.jsonl in the input's own format, NAME.summary.md and the state
+    NAME.ctxfold.json (beside the input, or in --out-dir); the input is never modified. Run again
+    on the grown session, it folds only what was appended.
+    """
     from ctxfold.cli import render
     from ctxfold.cli.errors import attributed
     from ctxfold.compaction.doc import compact_doc
     from ctxfold.compaction.run import CompactOptions, compact_file
     from ctxfold.config import load_config
     from ctxfold.engine.profile import Profiles
+    from ctxfold.errors import MissingKeyError
     from ctxfold.providers.registry import make_summarizer
     from ctxfold.settings import effective
     from ctxfold.strategies.base import get_strategy
@@ -133,6 +192,16 @@ def compact(
             tool_results=conf["tool_results"],
             strict=strict,
         )
+        missing: MissingKeyError | None = None
+        if chosen.uses_summarizer:
+            try:  # a provider that cannot be called is said now, before anything is read or written
+                summarizer.check_keys()
+            except MissingKeyError as err:
+                source = settings["provider"].source
+                whence = f"; provider from {source}" if source not in ("flag", "default") else ""
+                if not dry_run:
+                    raise MissingKeyError(err.provider, err.env_var, f"nothing written{whence}") from None
+                missing = err  # a dry run calls nothing: it says so and goes on
         result = compact_file(
             file,
             summarizer,
@@ -157,6 +226,8 @@ def compact(
             config=config,
             profiles=profiles,
         )
+    if missing is not None:
+        result.warnings.append(f"{missing} (the dry run calls nothing; a real run would stop here)")
     if json_out:
         doc = compact_doc(result)
         render.emit_json({"command": "compact", "version": 1, **doc, "warnings": [*notes, *doc["warnings"]]})
@@ -168,16 +239,20 @@ def compact(
 def validate(
     files: Files,
     fmt: FormatOpt = None,
+    skip_invalid: SkipOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check transcripts against their format's rules; exit 1 if any rule is broken."""
+    """Check sessions against their format's rules.
+
+    One line per file and per violation (FILE:LINE: what is wrong); exit 1 if any rule is broken.
+    """
     from ctxfold.cli import render
     from ctxfold.cli.errors import EXIT_FAILURE
     from ctxfold.cli.inputs import expand
     from ctxfold.formats.validate import validate as check
 
     paths, failed = expand(files)
-    results = [check(path, fmt) for path in paths]
+    results = [check(path, fmt, skip_invalid=skip_invalid) for path in paths]
     if json_out:
         docs = [v.to_dict() for v in results]
         render.emit_json({"command": "validate", "version": 1, "files": docs, "failed": failed})
@@ -190,7 +265,10 @@ def validate(
 
 @handle_errors
 def show_config(json_out: JsonOpt = False) -> None:
-    """Print the effective settings and where each comes from (API keys redacted)."""
+    """Show the settings in effect and where each comes from.
+
+    Flags, then CTXFOLD_* variables, then ctxfold.toml, then the defaults; API keys redacted.
+    """
     from ctxfold.cli import render
     from ctxfold.config import candidates, load_config
     from ctxfold.settings import effective, keys

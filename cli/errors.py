@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ctxfold.errors import CtxfoldError, UsageError
+from ctxfold.errors import CtxfoldError, LineError, UsageError
 
 if TYPE_CHECKING:  # not imported at start-up: `ctxfold --help` stays fast
     from ctxfold.settings import Setting
@@ -58,6 +58,19 @@ def attributed(settings: Mapping[str, Setting]) -> Iterator[None]:
         raise UsageError(f"{text} ({'; '.join(blamed)})") from None
 
 
+SKIP_HINT = "--skip-invalid leaves bad lines out and reads on"
+
+
+def with_hint(err: CtxfoldError, *, skipping: bool = False) -> str:
+    """The error's line, and for a bad line of a log the way past it: one upstream-broken line
+    in a long session should not be the end of the road. Not for a first line: a file that does
+    not start as a log (a README, a binary) is no log to read past."""
+    text = str(err)
+    if isinstance(err, LineError) and err.line > 1 and not skipping:
+        return f"{text} ({SKIP_HINT})"
+    return text
+
+
 def exit_code(err: CtxfoldError) -> int:
     return EXIT_USAGE if isinstance(err, UsageError) else EXIT_FAILURE
 
@@ -81,7 +94,10 @@ def handle_errors(func: F) -> F:
             raise
         except CtxfoldError as err:
             _flush_or_discard()
-            print(f"ctxfold: error: {err}", file=sys.stderr)
+            print(
+                f"ctxfold: error: {with_hint(err, skipping=bool(kwargs.get('skip_invalid')))}",
+                file=sys.stderr,
+            )
             raise SystemExit(exit_code(err)) from None
         except KeyboardInterrupt:
             _flush_or_discard()

@@ -1,5 +1,6 @@
-"""Turn FILE arguments into transcript paths: files, directories (recursing into *.jsonl), ``-``;
-and read several of them so that one unreadable file does not cost the others."""
+"""Turn FILE arguments into transcript paths: files, directories (recursing into *.jsonl, and
+into Gemini CLI's saved chats, *.json), ``-``; and read several of them so that one unreadable
+file does not cost the others."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ctxfold.cli.errors import DEBUG_VAR, internal_error
+from ctxfold.cli.errors import DEBUG_VAR, internal_error, with_hint
 from ctxfold.errors import InputError, UsageError
 
 T = TypeVar("T")
@@ -37,13 +38,33 @@ def _paths(arg: str) -> list[str]:
         return [arg]
     p = Path(arg)
     if p.is_dir():
-        found = sorted(str(f) for f in p.rglob("*.jsonl") if f.is_file())
+        found = sorted(str(f) for f in p.rglob("*.json*") if f.is_file() and _is_log(f))
         if not found:
-            raise InputError("directory holds no *.jsonl files", p)
+            raise InputError("directory holds no session logs (*.jsonl, or Gemini CLI's *.json chats)", p)
         return found
     if not p.exists():
         raise InputError("no such file", p)
     return [arg]
+
+
+STATE_SUFFIX = ".ctxfold.json"  # compact's own state files, which sit beside the sessions
+CHAT_HEAD = 4096  # a saved chat names its session and project in its first lines
+
+
+def _is_log(f: Path) -> bool:
+    """A JSONL log, or a Gemini CLI saved chat: one JSON document that opens with its
+    ``sessionId`` and ``projectHash`` (not ctxfold's state files, nor any other JSON the folder
+    holds: package.json, settings, a tool's caches)."""
+    if f.suffix == ".jsonl":
+        return True
+    if f.suffix != ".json" or f.name.endswith(STATE_SUFFIX):
+        return False
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(CHAT_HEAD)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"sessionId"' in head and b'"projectHash"' in head
 
 
 def read_each(expanded: tuple[list[str], Failed], read: Callable[[str], T]) -> tuple[list[T], Failed]:
@@ -58,7 +79,7 @@ def read_each(expanded: tuple[list[str], Failed], read: Callable[[str], T]) -> t
         except InputError as err:
             if len(paths) == 1 and not failed:
                 raise
-            failed.append({"path": path, "error": str(err)})  # names the file (and line)
+            failed.append({"path": path, "error": with_hint(err)})  # names the file (and line)
         except Exception as err:  # a bug met on one file must not cost the others
             if (len(paths) == 1 and not failed) or os.environ.get(DEBUG_VAR):
                 raise

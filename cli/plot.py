@@ -1,4 +1,5 @@
-"""``report --plot``: tokens over requests against the threshold and window (matplotlib, optional).
+"""``report --plot``: tokens over requests against the threshold and window (matplotlib, optional),
+the session as it ran beside the run with ctxfold compacting when it fires (the simulation).
 
 Install with ``pip install "ctxfold[plot]"``. SVG and PNG come straight from matplotlib; HTML
 is a small page around the inline SVG, so it needs no JavaScript and no network.
@@ -70,8 +71,30 @@ def draw(report: Report, out: str) -> None:
             linewidth=1.5,
             label="recorded compaction" if i == 0 else None,
         )
-    if report.simulation:
-        for i, idx in enumerate(report.simulation.compactions):
+    sim = report.simulation
+    if sim is not None and sim.series:
+        # the run as it would have gone had ctxfold compacted when it fired, beside the real one
+        ax.plot(
+            [i for i, _, _ in sim.series],
+            [p for _, p, _ in sim.series],
+            label="with ctxfold compacting (predicted)",
+            color="#8c564b",
+            linewidth=1.4,
+            linestyle="-.",
+            zorder=1.8,  # under the calibrated line, which it follows until the first firing
+        )
+        shifted = [(i, r) for i, _, r in sim.series if r is not None]
+        if shifted:
+            ax.scatter(
+                [i for i, _ in shifted],
+                [r for _, r in shifted],
+                s=6,
+                color="#8c564b",
+                marker="x",
+                label="with ctxfold compacting (real, less what it removed)",
+                zorder=3,
+            )
+        for i, idx in enumerate(sim.compactions):
             ax.axvline(idx, color="#8c564b", alpha=0.35, label="simulated compaction" if i == 0 else None)
     ax.set_xlabel("model request")
     ax.set_ylabel("prompt tokens")

@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ctxfold.cli.errors import SKIP_HINT
+
 if TYPE_CHECKING:
     from ctxfold.compaction.run import CompactResult
     from ctxfold.engine.calibration import Prediction
@@ -148,7 +150,7 @@ def num(x: int | None) -> str:
 
 def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
     for r, predicted in results:
-        for w in r.model.warnings:
+        for w in r.warnings:
             warn(f"{r.path}: {w}")
         for s in r.skipped:
             warn(f"skipped {s}")
@@ -171,6 +173,15 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     if r.replay.side_requests:
         facts.append(
             ("side chains", f"{r.replay.side_requests:,} sub-agent requests (not in the main context)")
+        )
+    hp = r.harness_prompt
+    if hp is not None:
+        facts.append(
+            (
+                "unlogged",
+                f"{hp.tokens:,} tokens of system prompt and tools {hp.describe()} sends that the log "
+                f"leaves out (measured {hp.measured}; {hp.basis.split(': ', 1)[-1]}): in the prediction",
+            )
         )
     if r.replay.compactions:
         facts.append(("compactions", f"{len(r.replay.compactions)} recorded in the log"))
@@ -233,12 +244,14 @@ def profile(profiles: Profiles) -> None:
     for w in profiles.warnings:
         warn(w)
     out.print(Text(f"profile: {profiles.path}"))
-    shipped = ", ".join(f"{f} {o:,} hidden × {r}" for f, (o, r, _) in BUILTIN.items())
+    shipped = ", ".join(f"{f} {o:,} beyond the measured prompt × {r}" for f, (o, r, _) in BUILTIN.items())
     out.print(Text(f"  shipped priors, used until a source has a learned session: {shipped}"))
     if not profiles.profiles:
         out.print("  nothing learned yet: run estimate or report on a session")
         return
     t = Table(show_edge=False, pad_edge=False, box=None)
+    # for a harness whose prompt is measured (tokens/harness_prompts.py), what its sessions sent
+    # beyond that prompt: memory files, MCP servers, plugins
     for col in ("source | model family", "sessions", "hidden tokens (median)", "tokenizer ratio (median)"):
         t.add_column(col, justify="left" if col.startswith("source") else "right")
     for key, entry in sorted(profiles.profiles.items()):
@@ -264,13 +277,20 @@ def compact(r: CompactResult) -> None:
     head = Text.assemble((r.path, "bold"), f"  ({r.format}{', incremental' if r.incremental else ''})")
     out.print(head)
     pred = f"{r.tokens_before:,} predicted tokens (counted {r.estimate_before:,}); threshold {r.policy.threshold:,}"
+
+    def notes() -> None:
+        for n in r.notes:
+            out.print(Text(f"  note         {n}"))
+
     if r.status == "not-due":
         out.print(Text(f"  not due: {pred}. Nothing written (--force compacts anyway)."))
+        notes()
         return
     if r.status == "up-to-date":
         out.print(
             Text(f"  up to date: nothing new since the last compaction ({r.outputs.state}). Nothing written.")
         )
+        notes()
         return
     if r.status == "dry-run":
         out.print(Text(f"  would compact with {r.strategy}: {pred}, {r.messages_before:,} messages"))
@@ -281,6 +301,7 @@ def compact(r: CompactResult) -> None:
                 out.print(Text("  would write  nothing: compacting stdin needs -o/--output"))
                 break
             out.print(Text(f"  would write  {d['would_write'][k]}"))
+        notes()
         return
     after = r.tokens_after or 0
     out.print(
@@ -298,8 +319,7 @@ def compact(r: CompactResult) -> None:
             else ""
         )
         out.print(Text(f"  summarizer   {sm['provider']}{' / ' + sm['model'] if sm['model'] else ''}{used}"))
-    for n in r.notes:
-        out.print(Text(f"  note         {n}"))
+    notes()
     for k, label in (("compacted", "transcript"), ("summary", "summary"), ("state", "state")):
         out.print(Text(f"  {label:<12} {d['outputs'][k]}"))
     if r.carry_on is not None:
@@ -343,6 +363,10 @@ def validation(results: Sequence[Validation]) -> None:
         out.print(Text(text), soft_wrap=True)
 
     for v in results:
+        for w in v.warnings:
+            warn(f"{v.path}: {w}")
+        for s in v.skipped:
+            warn(f"skipped {s}")
         if v.ok:
             line(f"{v.path}: ok ({v.format}, {v.entries:,} entries)")
             continue
@@ -352,6 +376,8 @@ def validation(results: Sequence[Validation]) -> None:
         line(f"{v.path}: {len(v.violations)} violation(s)" + (f" ({v.format})" if v.format else ""))
         for x in v.violations:
             line(f"  {v.path}{f':{x.line}' if x.line else ''}: {x.message}")
+        if v.unread_from is not None:
+            line(f"  nothing after line {v.unread_from} was checked ({SKIP_HINT})")
 
 
 def config(doc: dict[str, Any]) -> None:

@@ -45,3 +45,22 @@ def _parts(bill: dict[str, Any]) -> str:
 
 def _calls(n: int) -> str:
     return f"{n:,} call{'' if n == 1 else 's'}"
+
+
+def billed(u: dict[str, Any]) -> str:
+    """``184 calls, 2026-04-26 21:55 → 23:18: input 687, output 107,597, cache writes 438,575,
+    cache reads 13,959,878``: every billed call's tokens, by how they are billed, and when."""
+    from ctxfold.engine.usage import parse_time
+
+    if not u["calls"]:
+        return "no usage recorded"
+    span = ""
+    first, last = (parse_time(u[k]) if u[k] else None for k in ("first", "last"))
+    if first is not None and last is not None:
+        end = last.strftime("%H:%M" if last.date() == first.date() else "%Y-%m-%d %H:%M")
+        span = f", {first:%Y-%m-%d %H:%M} → {end}"
+    return (
+        f"{u['calls']:,} call{'' if u['calls'] == 1 else 's'}{span}: input {u['input_tokens']:,}, "
+        f"output {u['output_tokens']:,}, cache writes {u['cache_write_tokens']:,}, "
+        f"cache reads {u['cache_read_tokens']:,}"
+    )

@@ -42,11 +42,12 @@ def sparkline(values: Sequence[int], top: int, width: int = 60) -> str:
 def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: str | None) -> None:
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.report_doc import summary
+    from ctxfold.engine.usage import session_usage
 
     sums = []
     for rep in reports:
         est, pol = rep.estimate, rep.policy
-        for w in est.model.warnings:
+        for w in est.warnings:
             warn(f"{est.path}: {w}")
         for s in est.skipped:
             warn(f"skipped {s}")
@@ -84,9 +85,12 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
                     f"{c['source']} compacted before request #{c['before_request']} at {num(c['tokens_before'])} tokens{apart}",
                 )
             )
+        if s["trigger"] is not None:
+            facts.extend(_trigger_facts(s["trigger"]))
         facts.append(("late", f"{s['late']} (real ≥ threshold while ctxfold said no)"))
         facts.append(("early", f"{s['early']}   overflows (real > the model's window): {s['overflows']}"))
         facts.append(("sent", _sent(s)))
+        facts.append(("billed", render_cost.billed(session_usage(est, rep.prices))))
         facts.append(("cost", render_cost.recorded(s["cost"])))
         if s["simulation"] is not None:
             sim = s["simulation"]
@@ -111,6 +115,27 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         render.out.print()
     if len(reports) > 1:
         report_totals(reports, sums)
+
+
+def _trigger_facts(t: dict[str, Any]) -> list[tuple[str, str]]:
+    """``--trigger``: where the harness's own rule fires, next to ctxfold's first fire."""
+    first = t["first"]
+    if first is None:
+        where = f"would not compact: no response reached its count of {t['fires_at']:,}"
+    else:
+        where = f"would compact before request #{first['request']} (its count {first['count']:,})"
+        ahead = t["ctxfold_ahead_by"]
+        if ahead is not None:
+            where += (
+                "; ctxfold fires at the same request"
+                if ahead == 0
+                else f"; ctxfold fires {abs(ahead)} request(s) {'earlier' if ahead > 0 else 'later'}"
+            )
+        more = len(t["fires"]) - 1
+        if more:
+            where += f", and {more} more time(s) after the log's own compactions"
+    lines = [(t["name"], where), ("", f"its rule: {t['rule']} (window {t['window']:,})")]
+    return lines
 
 
 def _sent(s: dict[str, Any]) -> str:
@@ -176,7 +201,7 @@ def brief(reports: Sequence[Report]) -> None:
         render.out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
     sums = []
     for rep in reports:
-        for w in rep.estimate.model.warnings:
+        for w in rep.estimate.warnings:
             warn(f"{rep.estimate.path}: {w}")
         sums.append(summary(rep))
     files = [os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path for rep in reports]
@@ -270,11 +295,15 @@ def _rows_table(rep: Report, all_rows: bool) -> None:
     if not rows:
         render.out.print(Text("  no model request in this transcript"))
         return
+    harness = {f.request for f in rep.trigger.fires} if rep.trigger else set()
+    harness_note = f"{rep.trigger.trigger.name()} compacts" if rep.trigger else ""
     if not all_rows:
         keep = {0, len(rows) - 1}
         for i, r in enumerate(rows):
             if (
                 r.recorded_compaction
+                or r.index in harness
+                or r.server_tool_calls
                 or r.late
                 or r.overflow
                 or (r.decision == "compact" and (i == 0 or rows[i - 1].decision != "compact"))
@@ -287,6 +316,8 @@ def _rows_table(rep: Report, all_rows: bool) -> None:
             for n, on in (
                 ("first", r.first_in_segment),
                 ("recorded compaction", r.recorded_compaction),
+                (harness_note, r.index in harness),
+                (f"{r.server_tool_calls} web search(es) in its response", r.server_tool_calls > 0),
                 ("LATE", r.late),
                 ("OVERFLOW", r.overflow),
             )

@@ -88,13 +88,16 @@ def report(
     simulate: bool = False,
     config: Config | None = None,
     profiles: Profiles | None = None,
+    trigger: str | None = None,
 ) -> Report:
     """Replay a session request by request: what ctxfold predicted, what the provider counted,
-    and where compaction would have fired (``simulate=True`` carries on as if it had).
+    and where compaction would have fired (``simulate=True`` carries on as if it had);
+    ``trigger="claude-code"`` (or ``codex``, ``pi``, ``gemini-cli``, with ``:SETTING=VALUE``)
+    also shows where that harness's own rule would have compacted (``Report.trigger``).
 
     >>> r = ctxfold.report("fixtures/real/claude-code-sidechains.jsonl", window=24_000)
     >>> r.policy.threshold, len(r.rows), r.first_fire.index
-    (19200, 9, 0)
+    (19200, 9, 5)
     """
     from ctxfold.engine.replay import report_file
 
@@ -111,6 +114,7 @@ def report(
         simulate=simulate,
         profiles=profiles,
         config=config,
+        trigger=trigger,
     )
 
 
@@ -149,9 +153,12 @@ def compact(
     ('compacted', 21595, True, 'claude-code-sidechains.compacted.jsonl')
     """
     from ctxfold.compaction.run import CompactOptions, compact_file
-    from ctxfold.providers.registry import make_summarizer
+    from ctxfold.providers.registry import ChainSummarizer, make_summarizer
+    from ctxfold.strategies.base import get_strategy
 
-    made = make_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
+    made: Summarizer = summarizer if not isinstance(summarizer, str) else make_summarizer(summarizer)
+    if isinstance(made, ChainSummarizer) and get_strategy(strategy).uses_summarizer:
+        made.check_keys()  # a provider that cannot be called fails before anything is read
     return compact_file(
         str(path),
         made,

@@ -11,6 +11,7 @@ Core raises these and never prints or exits; the CLI maps them to exit codes in 
     │   ├── EmptyInputError        nothing but blank lines
     │   ├── UnknownFormatError     no reader recognises the first lines
     │   └── LineError              one line is bad: names file, line number and the problem
+    │       └── PartialLineError   the last line is half written (a live session): left out
     ├── TokenizerError             encoding data missing or failing its pinned sha256
     ├── ConfigError                a config or profile file is unreadable
     ├── OutputError                an output file cannot be written
@@ -110,6 +111,23 @@ class LineError(InputError):
         return type(self)(self.reason, self.line, path)
 
 
+class PartialLineError(LineError):
+    """The file's last line ends inside a JSON value with no newline after it: the harness is
+    still writing it (a session in use) or the file was cut short. Readers leave it out with a
+    warning instead of failing: it is the normal state of a live session's log.
+
+    >>> import io
+    >>> opened = ctxfold.open_transcript(io.BytesIO(b'{"role": "user", "content": "hi"}\\n{"role": "assi'))
+    >>> [e.kind for e in opened.entries], opened.warnings
+    (['message'], ['line 2: half-written last line (the file is still being written, or was cut short): left out'])
+    """
+
+    REASON = "half-written last line (the file is still being written, or was cut short)"
+
+    def __init__(self, message: str | None = None, line: int = 0, path: str | Path | None = None) -> None:
+        super().__init__(message or self.REASON, line, path)
+
+
 class TokenizerError(CtxfoldError):
     """A tokenizer could not be built offline (its BPE data missing or failing its pinned sha256).
 
@@ -188,12 +206,13 @@ class MissingKeyError(ProviderError):
     ANTHROPIC_API_KEY
     """
 
-    def __init__(self, provider: str, env_var: str) -> None:
+    def __init__(self, provider: str, env_var: str, outcome: str | None = None) -> None:
         self.provider = provider
         self.env_var = env_var
         super().__init__(
             f"{provider}: no API key: set {env_var} or pass --api-key (api_key= from Python), "
-            "or use --provider offline for a summary made without a model"
+            "or use --provider offline for a summary made without a model (or end a chain with "
+            f"',offline' to fall back to it){f' ({outcome})' if outcome else ''}"
         )
 
 

@@ -216,5 +216,6 @@ def test_a_line_error_after_detection_names_the_format(tmp_path: Path) -> None:
     assert r.stdout.splitlines() == [
         f"{path}: 1 violation(s) (openai-chat)",
         f"  {path}:31: {r.stdout.splitlines()[1].split(':31: ', 1)[1]}",
+        "  nothing after line 31 was checked (--skip-invalid leaves bad lines out and reads on)",
     ]
     assert "None" not in r.stdout

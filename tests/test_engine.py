@@ -425,3 +425,17 @@ def test_after_a_compaction_the_prior_runs_through_the_first_and_latest_counts()
     (e0, r0), (e1, r1) = points[0], points[-1]
     assert cal.prior.overhead + cal.prior.ratio * e0 == pytest.approx(r0, abs=1)
     assert cal.prior.overhead + cal.prior.ratio * e1 == pytest.approx(r1, abs=1)
+
+
+def test_the_hidden_prompt_carried_over_a_compaction_is_never_more_than_the_smallest_request() -> None:
+    """Every request sends the system prompt and tools: none can be larger than the session's
+    smallest real count. A segment that starts with an overflow error's count over a context the
+    log shows as 127 tokens (fixtures/pi/v3-tree.jsonl) read 200,661 tokens of hidden prompt, and
+    compact said "the system prompt and tools alone are predicted at 200,786 tokens"."""
+    cal = GrowthCalibrator(Prior(2_100, 1.242))
+    cal.observe(13, 115)  # the session's first request
+    cal.reset()  # the log's own compaction
+    cal.observe(127, 200_819)  # "prompt is too long: 200819 tokens > 200000 maximum"
+    cal.reset()  # ctxfold's fold
+    assert cal.prior.overhead <= 115
+    assert cal.predict(200).tokens < 1_000

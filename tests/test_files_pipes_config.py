@@ -18,7 +18,7 @@ from ctxfold.atomic import write_atomic
 from ctxfold.cli.app import app
 from ctxfold.cli.errors import EXIT_BROKEN_PIPE
 from ctxfold.config import load_config
-from ctxfold.engine.profile import Observation, Profiles
+from ctxfold.engine.profile import VERSION, Observation, Profiles
 
 runner = CliRunner()
 SAMPLE = FIXTURES / "ctxfold" / "coding-session.jsonl"
@@ -196,10 +196,12 @@ def profile_file() -> Path:
         b"{not json",
         b"",
         b"[1, 2]",
-        b'{"version": 2, "profiles": []}',
-        b'{"version": 2, "profiles": {"claude-code|claude-sonnet-4": 5}}',
-        b'{"version": 2, "profiles": {"k": {"sessions": {"s": {"overhead": "big", "ratio": 1.3}}}}}',
-        b'{"version": 2, "profiles": {"k": {"sessions": {"s": {"overhead": 1, "ratio": 1.3, "project": 7}}}}}',
+        b'{"version": %d, "profiles": []}' % VERSION,
+        b'{"version": %d, "profiles": {"claude-code|claude-sonnet-4": 5}}' % VERSION,
+        b'{"version": %d, "profiles": {"k": {"sessions": {"s": {"overhead": "big", "ratio": 1.3}}}}}'
+        % VERSION,
+        b'{"version": %d, "profiles": {"k": {"sessions": {"s": {"overhead": 1, "ratio": 1.3, "project": 7}}}}}'
+        % VERSION,
     ],
 )
 def test_a_corrupt_profile_is_ignored_with_a_warning(tmp_path: Path, content: bytes) -> None:

@@ -22,6 +22,7 @@ from ctxfold.formats.openai_chat import reader as openai_chat
 from ctxfold.transcript.model import ApiError, ContextUpdate, MediaPart, Message, TextPart
 
 DIR = FIXTURES / "openai-chat"
+REAL_LITELLM = FIXTURES / "real" / "litellm-sonnet4-requests.jsonl"
 
 # session.jsonl: msgs = [d for d in L if "role" in d]
 #   Counter(d["role"] for d in msgs) → assistant 3, tool 3, user 2, system 1, developer 1; the
@@ -189,3 +190,42 @@ def test_plain_lines_go_to_openai_chat() -> None:
     assert [m.parts for m in msgs] == [(TextPart("hi"),), (TextPart("hello"),)]
     litellm_like = [{"messages": plain, "kwargs": {}, "response": {"choices": []}, "latency_sec": 1.0}]
     assert openai_chat.sniff(litellm_like) == 0
+
+
+# openrouter-log.jsonl: the six calls of ../real/litellm-sonnet4-requests.jsonl (an OpenHands SDK
+# run) rewritten as an OpenRouter-style request log, one line per call: {timestamp, model,
+# messages, tools, completion: chat.completion (gen- id, provider, native_finish_reason, usage
+# with cost), usage: {prompt_tokens, completion_tokens, total_tokens, total_cost}, total_cost}.
+# real counts: [L2["response"]["usage"]["prompt_tokens"] for L2 in litellm] → the same six numbers
+def _real_counts(path: Path) -> list[int | None]:
+    from ctxfold.tokens.estimate import estimate_file
+
+    return [q.real for q in estimate_file(path).requests]
+
+
+def test_request_log_with_completion_and_usage_is_read_with_its_counts() -> None:
+    log = DIR / "openrouter-log.jsonl"
+    assert detect(log) == "openai-chat"
+    litellm = [
+        json.loads(line)["response"]["usage"]["prompt_tokens"]
+        for line in REAL_LITELLM.read_text().splitlines()
+    ]
+    assert _real_counts(log) == litellm  # the same calls, the same counts as LiteLLM's log of them
+    last = [e for e in entries(log) if isinstance(e, Message)][-1]
+    raw = json.loads(log.read_text().splitlines()[-1])["completion"]["usage"]["completion_tokens"]  # 199
+    assert last.role == "assistant" and last.usage is not None and last.usage.output_tokens == raw
+
+
+def test_request_log_line_usage_stands_in_for_the_completions(tmp_path: Path) -> None:
+    """A completion without its own usage takes the line's; a completion given as text is the
+    answer's text."""
+    lines = [json.loads(line) for line in (DIR / "openrouter-log.jsonl").read_text().splitlines()][:2]
+    for d in lines:
+        del d["completion"]["usage"]
+    lines[1]["completion"] = "All done."
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    assert _real_counts(path) == [lines[0]["usage"]["prompt_tokens"], lines[1]["usage"]["prompt_tokens"]]
+    last = [e for e in entries(path) if isinstance(e, Message)][-1]
+    assert last.role == "assistant" and last.text == "All done."
+    assert last.model == "anthropic/claude-sonnet-4"  # the line's model

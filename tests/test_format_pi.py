@@ -350,3 +350,144 @@ def test_streaming() -> None:
     first = next(opened.entries)
     assert isinstance(first, ContextUpdate) and first.session_id == "pi-edge-v3"
     assert opened.lines_read < 20
+
+
+# ----------------------------------------------- a compaction's cut on an entry that is no message
+
+
+def _lines(*entries: dict[str, object]) -> list[str]:
+    return [json.dumps(e) for e in entries]
+
+
+def _session_with_cut_on(kind: dict[str, object]) -> list[str]:
+    """pi moves a compaction's cut back over the entries before the first kept message that are
+    no message (compaction.ts, findCutPoint): firstKeptEntryId names that entry."""
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/r"}
+    user = {
+        "type": "message",
+        "id": "u1",
+        "parentId": None,
+        "message": {"role": "user", "content": "Read the log"},
+    }
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "The log says: " + "ok " * 400}]}
+    between = {**kind, "id": "x1", "parentId": "u1"}
+    kept_user = {
+        "type": "message",
+        "id": "u2",
+        "parentId": "x1",
+        "message": {"role": "user", "content": "Go on"},
+    }
+    kept = {"type": "message", "id": "a2", "parentId": "u2", "message": answer}
+    compaction = {
+        "type": "compaction",
+        "id": "c1",
+        "parentId": "a2",
+        "summary": "Read the log.",
+        "firstKeptEntryId": "x1",
+        "tokensBefore": 9000,
+    }
+    return _lines(header, user, between, kept_user, kept, compaction)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        {"type": "thinking_level_change", "thinkingLevel": "high"},
+        {"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"},
+        {"type": "custom", "customType": "tool_execution_start", "data": {}},
+        {"type": "label", "targetId": "u1", "label": "start"},
+    ],
+    ids=lambda k: str(k["type"]),
+)
+def test_a_compaction_cut_on_an_entry_that_is_no_message_keeps_what_follows(
+    tmp_path: Path, kind: dict[str, object]
+) -> None:
+    from ctxfold.transcript.context import current_context
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(_session_with_cut_on(kind)) + "\n")
+    ctx = current_context(loader.load(path).entries)
+    assert [m.text[:14] for m in ctx.messages] == ["Read the log.", "Go on", "The log says: "]
+
+
+def test_a_pi_derivative_reads_as_pi_does(tmp_path: Path) -> None:
+    """A title line before the header, model_change with one model field (a role other than the
+    default does not change the conversation's model), /clear, a sub-agent's system prompt."""
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/r"}
+    lines = _lines(
+        {"type": "title", "v": 1, "title": "Fix it", "updatedAt": "2026-01-01T00:00:00Z", "pad": "    "},
+        header,
+        {
+            "type": "model_change",
+            "id": "m1",
+            "parentId": None,
+            "model": "openrouter/z-ai/glm-4.6",
+            "resolvedModelIsFallback": False,
+        },
+        {
+            "type": "model_change",
+            "id": "m2",
+            "parentId": "m1",
+            "model": "anthropic/claude-haiku-4-5",
+            "role": "smol",
+        },
+        {
+            "type": "session_init",
+            "id": "i1",
+            "parentId": "m2",
+            "systemPrompt": ["You are a scout.", "Be brief."],
+            "task": "look",
+            "tools": ["read"],
+        },
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": "i1",
+            "message": {"role": "user", "content": "old question"},
+        },
+        {"type": "reset_boundary", "id": "r1", "parentId": "u1"},
+        {"type": "custom", "id": "c1", "parentId": "r1", "customType": "session_exit", "data": {}},
+        {
+            "type": "custom_message",
+            "id": "c2",
+            "parentId": "c1",
+            "customType": "note",
+            "content": "a reminder",
+            "display": False,
+        },
+        {
+            "type": "message",
+            "id": "u2",
+            "parentId": "c2",
+            "message": {"role": "user", "content": "new question"},
+        },
+    )
+    path = tmp_path / "omp.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert registry.detect([json.loads(x) for x in lines])[0] == "pi"
+    t = loader.load(path)
+    assert t.models == ("z-ai/glm-4.6",)  # the default role's model, its provider dropped
+    from ctxfold.transcript.context import current_context
+
+    ctx = current_context(t.entries)
+    assert ctx.system == ("You are a scout.", "Be brief.")
+    assert [m.text for m in ctx.messages] == [
+        "a reminder",
+        "new question",
+    ]  # after /clear; custom is no message
+
+
+def test_a_real_pi_session_as_a_derivative_writes_it_reads_the_same(tmp_path: Path) -> None:
+    """The real pi session with its two compactions, rewritten as a derivative would (tests/
+    pi_derived.py): every request counts as in the original, before and after each compaction;
+    read as before, the kept messages were lost and the first request after the compaction was
+    counted at 1,133 tokens instead of 18,307."""
+    from pi_derived import derive
+
+    from ctxfold.tokens.estimate import estimate_file
+
+    src = real("pi/before-compaction.jsonl")
+    derived = derive(src, tmp_path / "derived.jsonl")
+    original, other = estimate_file(src), estimate_file(derived)
+    assert other.model.name == original.model.name
+    assert [(q.estimate, q.real) for q in other.requests] == [(q.estimate, q.real) for q in original.requests]

@@ -176,7 +176,8 @@ def test_500_falls_back_with_a_warning(httpserver: HTTPServer, path: str) -> Non
     _, endpoint, _, _, _ = PATHS[path]
     error = {"error": {"type": "api_error", "message": "internal"}}
     httpserver.expect_request(endpoint).respond_with_json(error, status=500, headers={"retry-after-ms": "1"})
-    result = _make(httpserver, path, max_retries=1, strict=False)(_request())
+    chain = f"{PATHS[path][0]},offline"
+    result = _make(httpserver, path, chain, max_retries=1, strict=False)(_request())
     assert len(httpserver.log) == 2  # one retry, then give up
     assert result.provider == "offline" and "## Todo List" in result.text
     assert len(result.warnings) == 1 and "HTTP 500" in result.warnings[0]
@@ -210,7 +211,8 @@ def test_timeout_falls_back(httpserver: HTTPServer, path: str) -> None:
 
     httpserver.expect_request(PATHS[path][1]).respond_with_handler(slow)
     start = time.monotonic()
-    result = _make(httpserver, path, timeout=0.2, strict=False)(_request())
+    spec = f"{PATHS[path][0]},offline"  # a chain that names the digest falls back to it
+    result = _make(httpserver, path, spec, timeout=0.2, strict=False)(_request())
     assert time.monotonic() - start < 0.5
     assert result.provider == "offline" and "timed out after 0.2 s" in result.warnings[0]
 
@@ -252,7 +254,13 @@ def test_missing_key(spec: str, var: str) -> None:
     with pytest.raises(MissingKeyError) as err:
         make_summarizer(spec, strict=True)(_request())
     assert var in str(err.value) and "--provider offline" in str(err.value)
-    result = make_summarizer(spec)(_request())  # not strict: the offline digest, with the reason
+    with pytest.raises(MissingKeyError):  # named alone: never another provider in its place
+        make_summarizer(spec)(_request())
+    with pytest.raises(MissingKeyError):
+        make_summarizer(spec).check_keys()  # found before anything is read
+    chain = make_summarizer(f"{spec},offline")
+    chain.check_keys()  # the chain can fall back: nothing to raise
+    result = chain(_request())  # the offline digest, with the reason
     assert result.provider == "offline" and var in result.warnings[0]
 
 
@@ -312,7 +320,7 @@ def test_the_key_never_leaks(
         with pytest.raises(ProviderError) as err:
             strict(_request())
         seen += [str(err.value), repr(err.value), repr(err.value.__cause__), repr(err.value.__context__)]
-        result = _make(httpserver, path, strict=False)(_request())
+        result = _make(httpserver, path, f"{PATHS[path][0]},offline", strict=False)(_request())
         seen += [result.text, repr(result), *result.warnings]
     out = capsys.readouterr()
     seen += [caplog.text, out.out, out.err]

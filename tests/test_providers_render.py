@@ -165,7 +165,8 @@ def test_parse_spec() -> None:
 
 def test_chain_shape_and_windows() -> None:
     chain = make_summarizer("anthropic:claude-haiku-4-5")
-    assert [s.provider for s in chain.links] == ["anthropic", "offline"]
+    assert [s.provider for s in chain.links] == ["anthropic"]  # named alone: no fallback added
+    assert [s.provider for s in make_summarizer("anthropic,offline").links] == ["anthropic", "offline"]
     assert chain.window == 200_000
     strict = make_summarizer("openai:gpt-4.1-mini,openai-responses:o3", strict=True)
     assert [s.provider for s in strict.links] == ["openai", "openai-responses"]

@@ -103,6 +103,13 @@ def _fold(inp: FoldInput) -> Folded:
             f"{before.predicted:,}); {_cause(inp, out.summary, budget)}"
         )
     grew = inp.min_shrink >= 0 and after.estimate >= before.estimate
+    if grew and after.predicted <= before.predicted * (1 - inp.min_shrink):
+        raise NoShrinkError(  # the prediction fell only because the fold started a new segment
+            f"refused: the {name} pass would make what the log shows larger ({before.estimate:,} → "
+            f"{after.estimate:,} counted tokens), not the {inp.min_shrink:.0%} reduction a pass must make; "
+            f"the {before.predicted:,} predicted tokens are mostly what the log does not show, which no "
+            "fold of it can remove"
+        )
     if grew or after.predicted > before.predicted * (1 - inp.min_shrink):
         least = (
             f"less than the {inp.min_shrink:.0%} reduction a pass must make"

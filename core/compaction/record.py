@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ctxfold.compaction.statefile import Pass, State, entry_sha256, now
 from ctxfold.engine.calibration import Prior
@@ -38,6 +39,7 @@ def new_state(
     prior: Prior,
     digest: tuple[str, int],
     strategy: str,
+    settings: dict[str, Any] | None = None,
 ) -> State:
     """The state after this pass: ``tokens`` is (predicted before, predicted after), ``digest``
     the (sha256, size) of the whole input as it was read."""
@@ -72,6 +74,7 @@ def new_state(
         summarizer_usage=dict(summary.usage) if summary else {},
         created_at=old.created_at if old else now(),
         passes=list(old.passes) if old else [],
+        settings=dict(settings or {}),
     )
     state.passes.append(Pass(now(), len(t.entries), before, after, strategy, state.provider, model))
     return state

@@ -11,6 +11,8 @@
      │         └ a state file from an earlier run: go on after its watermark, its summary first
      └ parse once, estimating as it streams; the input is never written to
 
+Each step is a function with typed input and output: ``read_input`` (read.py), ``resume``
+(resume.py), ``decide_now``, ``fold`` (fold.py), ``write`` (record.py builds what it writes).
 ``decide`` and ``fold`` are the steps ``ContextGuard`` takes in an agent loop too. Not due →
 nothing is written (``force`` folds anyway); a dry run stops before the summarizer is called.
 """
@@ -18,43 +20,38 @@ nothing is written (``force`` folds anyway); a dry run stops before the summariz
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ctxfold.compaction.carry_on import in_a_store, install, plan
+from ctxfold.compaction.carry_on import install, plan
 from ctxfold.compaction.fold import Folded, FoldInput, fold
+from ctxfold.compaction.options import CompactOptions
 from ctxfold.compaction.outputs import (
     Outputs,
     ensure_writable,
     locked,
-    outputs_for,
-    set_is_whole,
     write_outputs,
 )
+from ctxfold.compaction.read import Place, Read, place_outputs, read_input
 from ctxfold.compaction.record import compacted_transcript, new_state
-from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, load_state
+from ctxfold.compaction.resume import Resumed, decision_settings, resume
+from ctxfold.compaction.statefile import State, file_hashes
 from ctxfold.config import Config
-from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prior, make_calibrator
+from ctxfold.engine.calibration import Calibrator, Prior, make_calibrator
 from ctxfold.engine.now import calibrated, learn_from, prior_for
 from ctxfold.engine.policy import Decision, Policy, decide, make_policy
 from ctxfold.engine.profile import Profiles
-from ctxfold.errors import ChangedPrefixError, NoShrinkError, UsageError, WindowTooSmallError
+from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.formats.base import CarryOn
-from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.formats.registry import WRITERS
 from ctxfold.names import did_you_mean
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.strategies.base import MIN_SHRINK, get_strategy
-from ctxfold.strategies.summary import UNLIMITED_WINDOW, summary_message
+from ctxfold.strategies.summary import UNLIMITED_WINDOW
 from ctxfold.tokens.counting import Counter
-from ctxfold.tokens.estimate import FileEstimate, estimate_entries
-from ctxfold.tokens.parallel import workers_for
 from ctxfold.tokens.tokenizers import get_tokenizer
-from ctxfold.transcript.context import Context, current_context
-from ctxfold.transcript.model import Entry, Message, Transcript
-
-DEFAULT_OUT_DIR = "ctxfold-out"  # for an input inside a harness's session folder
+from ctxfold.transcript.model import Transcript
 
 
 class _WouldSummarize(Exception):
@@ -91,52 +88,6 @@ class CompactResult:
 
 
 @dataclass(frozen=True)
-class CompactOptions:
-    strategy: str = "summary"
-    instructions: str | None = None
-    model: str | None = None
-    window: int | None = None
-    buffer: str | None = None
-    max_tokens: int | None = None
-    fmt: str | None = None
-    skip_invalid: bool = False
-    out_dir: str | None = None
-    output: str | None = None
-    dry_run: bool = False
-    force: bool = False
-    keep_observations: int = 10
-    calibration: str = DEFAULT_CALIBRATOR
-    to: str | None = None  # write for another harness's format (default: the input's own)
-    install: bool = False  # place the compacted session where its harness looks for it
-    home: Path | None = None  # the home folder harnesses keep their sessions under (tests)
-
-
-@dataclass(frozen=True)
-class Read:
-    """The input parsed once: the transcript, its estimate, where outputs go, and the state
-    file found there (None for stdin, which leaves nothing to check a state file against)."""
-
-    transcript: Transcript
-    est: FileEstimate
-    outs: Outputs
-    state: State | None
-    skipped: list[str]
-    in_store: str | None = None  # the harness whose session folder holds the input
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """The context to decide on: after the state's watermark, its summary first (incremental),
-    or the whole current context; ``digest`` is (sha256, size) of the input when known."""
-
-    state: State | None
-    ctx: Context
-    messages: list[Message]
-    incremental: bool
-    digest: tuple[str, int] | None
-
-
-@dataclass(frozen=True)
 class Now:
     """The request the context makes now and the decision on it."""
 
@@ -169,12 +120,6 @@ def compact_file(
         return _compact(path, summarizer, summarizer_window, opts, config, profiles, Place(outs, in_store))
 
 
-@dataclass(frozen=True)
-class Place:
-    outs: Outputs
-    in_store: str | None  # the harness whose session folder holds the input
-
-
 def _compact(
     path: str,
     summarizer: Summarizer,
@@ -186,7 +131,8 @@ def _compact(
 ) -> CompactResult:
     strategy = get_strategy(opts.strategy)
     read = read_input(path, opts, config, place)
-    resumed = resume(read, path, opts.force)
+    settings = decision_settings(read.est, opts, summarizer)
+    resumed = resume(read, path, opts.force, settings)
     now = decide_now(read, resumed, opts, profiles)
     result = CompactResult(
         "not-due",
@@ -199,9 +145,14 @@ def _compact(
         messages_before=len(resumed.messages),
         strategy=strategy.name,
         incremental=resumed.incremental,
-        warnings=list(read.est.model.warnings),
+        warnings=[*read.est.model.warnings, *(f"{path}: {note}" for note in read.est.notes)],
         skipped=read.skipped,
     )
+    if resumed.changed:
+        result.notes.append(
+            f"the settings changed since the last compaction ({'; '.join(resumed.changed)}): "
+            "the whole session is decided again, and folded afresh when due"
+        )
     if read.in_store:
         result.notes.append(
             f"the input is in {read.in_store}'s session folder: the outputs go to {read.outs.compacted.parent}/ "
@@ -246,7 +197,9 @@ def _compact(
     result.messages_after, result.summary = len(folded.messages), folded.summary
     result.notes.extend(folded.notes)
     if not opts.dry_run:
-        result.outputs, compacted = write(read, resumed, now, folded, path, strategy=strategy.name, opts=opts)
+        result.outputs, compacted = write(
+            read, resumed, now, folded, path, strategy=strategy.name, opts=opts, settings=settings
+        )
         result.carry_on = _carry_on(result.outputs, compacted, opts)
     return result
 
@@ -281,92 +234,6 @@ def _check_paths(path: str, opts: CompactOptions) -> None:
 
 def _stop_before_summarizing(request: SummaryRequest) -> SummaryResult:
     raise _WouldSummarize
-
-
-def place_outputs(path: str, opts: CompactOptions) -> tuple[Outputs, str | None]:
-    """Where the outputs go, and the harness whose session folder holds the input (outputs
-    written beside it would show up as sessions of their own: they go to ./ctxfold-out)."""
-    out_dir, harness = opts.out_dir, None
-    if out_dir is None and opts.output is None and path != "-":
-        harness = in_a_store(Path(path).parent, opts.home)
-        if harness is not None:
-            out_dir = DEFAULT_OUT_DIR
-    return outputs_for(path, out_dir=out_dir, output=opts.output), harness
-
-
-def read_input(path: str, opts: CompactOptions, config: Config | None, place: Place) -> Read:
-    """Parse the file once: it is kept in memory for writing and estimated as it streams."""
-    opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
-    kept: list[Entry] = []
-    est = estimate_entries(
-        _keeping(opened.entries, kept),
-        opened.format,
-        opened.path,
-        model=opts.model,
-        window=opts.window,
-        config=config,
-        workers=workers_for(Path(path).stat().st_size if path != "-" else 0),
-    )
-    outs = place.outs
-    state = load_state(outs.state) if path != "-" else None
-    transcript = materialize(kept, opened.format, opened.path)
-    return Read(transcript, est, outs, state, [str(e) for e in opened.skipped], place.in_store)
-
-
-def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:
-    for e in entries:
-        kept.append(e)
-        yield e
-
-
-def resume(read: Read, path: str, force: bool) -> Resumed:
-    """The context to decide on. With ``force`` and nothing new since the state's summary, the
-    whole session is folded again (``--force`` always redoes, never answers "up to date")."""
-    state, start, digest = read.state, 0, None
-    if state is not None and path != "-":
-        state, start, digest = _resume_point(read.transcript, state, read.outs, force)
-    ctx = current_context(read.transcript.entries, start)
-    if force and state is not None and start > 0 and ctx.start == start and not ctx.messages:
-        state, start = None, 0
-        ctx = current_context(read.transcript.entries)
-    messages = list(ctx.messages)
-    incremental = state is not None and start > 0 and ctx.start == start
-    if incremental and state is not None:
-        messages = [summary_message(state.summary), *messages]
-    return Resumed(state, ctx, messages, incremental, digest)
-
-
-def _resume_point(
-    t: Transcript, state: State, outs: Outputs, force: bool
-) -> tuple[State | None, int, tuple[str, int] | None]:
-    """The state to go on from (None: start over), where the new part starts, and (sha256,
-    size) of the whole file as it is now. The same source is the file the state summarized, grown
-    (its first bytes unchanged); a rewritten file of the same session is refused unless
-    ``force``, which starts over; another session's state is refused even with ``force`` (its
-    outputs are another session's: give this one another name or folder). A set whose outputs
-    are not those the state was written with (it was never completed) starts over too."""
-    prefix, whole, size = file_hashes(str(t.path), state.prefix_bytes)
-    if prefix != state.prefix_sha256 or size < state.prefix_bytes:
-        if state.session_id and t.session_id:  # a renamed copy of the session is still the session
-            other = state.session_id != t.session_id
-        else:
-            other = state.source_name != Path(str(t.path)).name
-        if other:
-            raise ChangedPrefixError(
-                f"{outs.state} belongs to another session ({state.source_name}, session "
-                f"{state.session_id or '?'}); give this one another --out-dir or -o"
-            )
-        if force:
-            return None, 0, (whole, size)
-        raise ChangedPrefixError(
-            f"{t.path}: its first {state.prefix_bytes:,} bytes no longer match the state file's summary (the "
-            "file was rewritten, not appended); pass --force to start over"
-        )
-    wm = state.watermark
-    if not set_is_whole(outs, state) or not 0 < wm <= len(t.entries):
-        return None, 0, (whole, size)
-    same_last = entry_sha256(t.entries[wm - 1]) == state.last_entry_sha256
-    return state, (wm if same_last else wm - 1), (whole, size)
 
 
 def decide_now(read: Read, resumed: Resumed, opts: CompactOptions, profiles: Profiles | None) -> Now:
@@ -406,7 +273,15 @@ def _state_prior(state: State, fallback: Prior) -> Prior:
 
 
 def write(
-    read: Read, resumed: Resumed, now: Now, folded: Folded, path: str, *, strategy: str, opts: CompactOptions
+    read: Read,
+    resumed: Resumed,
+    now: Now,
+    folded: Folded,
+    path: str,
+    *,
+    strategy: str,
+    opts: CompactOptions,
+    settings: dict[str, Any] | None = None,
 ) -> tuple[Outputs, Transcript]:
     """Write the compacted transcript and the summary, then record the state (last)."""
     t, state, est = read.transcript, resumed.state, read.est
@@ -425,6 +300,7 @@ def write(
         prior=now.calibrator.prior,
         digest=digest,
         strategy=strategy,
+        settings=settings,
     )
     # the model the estimate settled on (the session's current one) when the log named it
     model = est.model.name if est.model_source == "log" else resumed.ctx.model

@@ -5,7 +5,9 @@ its entries the summary covers (the watermark), and the sha256 of the file's byt
 so a file that was rewritten rather than appended is detected. The last covered entry is hashed
 too: a response still being written (a Claude Code message grows line by line) is folded again. It also keeps
 the numbers behind the decision (tokens before and after, last real and estimated counts,
-calibration) and a ledger of every pass. Documented in docs/commands.md ("State file").
+calibration), the settings the decision and the fold depended on (model, window, threshold,
+strategy, summarizer…: a run with other ones does not answer "up to date" for outputs made
+with these) and a ledger of every pass. Documented in docs/commands.md ("State file").
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class State:
     # sha256 of the compacted transcript and summary written with this state, which is written
     # after them: outputs that do not match were not written with it (an interrupted set)
     outputs: dict[str, str] = field(default_factory=dict)
+    # what the decision and the fold depended on (see ``settings_changes``); {} in older files
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         data = {"schema": SCHEMA, "version": VERSION, **asdict(self)}
@@ -118,3 +122,39 @@ def load_state(path: Path) -> State | None:
         return State(**data, passes=passes)
     except TypeError as err:
         raise ConfigError(f"{path}: malformed state file: {err}") from None
+
+
+_SETTING_NAMES = {
+    "summarizer": "provider",
+    "max_tokens": "max-tokens",
+    "keep_observations": "keep-observations",
+    "to": "--to",
+}
+_UNSET = {  # what a setting left unset stands for
+    "model": "the log's",
+    "window": "the model's",
+    "max_tokens": "none",
+    "buffer": "the default",
+    "to": "the input's format",
+}
+
+
+def settings_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between the settings a state was written with and this run's, in words
+    (``window the model's → 50,000``); empty when they agree or the state predates the record."""
+    if not old:
+        return []
+    return [
+        f"{_SETTING_NAMES.get(key, key)} {_shown(key, old[key])} → {_shown(key, value)}"
+        for key, value in new.items()
+        if key in old and old[key] != value
+    ]
+
+
+def _shown(key: str, value: Any) -> str:
+    if value is None:
+        return _UNSET.get(key, "none")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    text = str(value)
+    return text if len(text) <= 40 else repr(text[:37] + "...")

@@ -63,15 +63,20 @@ class Prior:
     ratio: float = 1.0
     source: str = "provider default"
     first_ratio: float | None = None
+    # real tokens one server-side tool call adds that the log does not show (a web search's
+    # results): learned from the jumps such calls caused, in this session or others of its source
+    server_tool: int = 0
 
     @property
     def first(self) -> float:
         return self.ratio if self.first_ratio is None else self.first_ratio
 
 
-def slope(points: Sequence[tuple[int, int]]) -> float | None:
+def slope(points: Sequence[tuple[int, int]], server: Sequence[int] = ()) -> float | None:
     """Real tokens per estimated token over a run of (estimate, real) points, once they span
-    ``SLOPE_MIN_SPAN``: the median of the ratios of the steps of at least ``SLOPE_MIN_STEP``.
+    ``SLOPE_MIN_SPAN``: the median of the ratios of the steps of at least ``SLOPE_MIN_STEP``
+    (leaving out the steps over which server-side tool calls were made: ``server`` holds each
+    point's count of them, whose results are a bump, not the tokenizer).
 
     A median, because content the log does not show comes in bumps (a Codex web search's results,
     injected server-side, add 8.6k real tokens to one step): the first-to-last slope would read
@@ -80,16 +85,28 @@ def slope(points: Sequence[tuple[int, int]]) -> float | None:
     """
     if len(points) < 2 or points[-1][0] - points[0][0] < SLOPE_MIN_SPAN:
         return None
+    calls = list(server) if len(server) == len(points) else [0] * len(points)
     steps = [
         (r1 - r0) / (e1 - e0)
-        for (e0, r0), (e1, r1) in itertools.pairwise(points)
-        if e1 - e0 >= SLOPE_MIN_STEP
+        for ((e0, r0), (e1, r1)), (k0, k1) in zip(
+            itertools.pairwise(points), itertools.pairwise(calls), strict=True
+        )
+        if e1 - e0 >= SLOPE_MIN_STEP and k1 == k0
     ]
     if steps:
         ratio = statistics.median(steps)
-    else:  # only small steps: the run as a whole
-        (e0, r0), (e1, r1) = points[0], points[-1]
-        ratio = (r1 - r0) / (e1 - e0)
+    else:  # only small steps: the run as a whole, without the steps over server-side calls
+        clean = [
+            (e1 - e0, r1 - r0)
+            for ((e0, r0), (e1, r1)), (k0, k1) in zip(
+                itertools.pairwise(points), itertools.pairwise(calls), strict=True
+            )
+            if k1 == k0
+        ]
+        grown = sum(de for de, _ in clean)
+        if grown < SLOPE_MIN_STEP:
+            return None
+        ratio = sum(dr for _, dr in clean) / grown
     return min(MAX_RATIO, max(MIN_RATIO, ratio))
 
 
@@ -108,9 +125,9 @@ class Calibrator(Protocol):
     prior: Prior
     history: list[tuple[int, int]]
 
-    def predict(self, estimate: int) -> Prediction: ...
+    def predict(self, estimate: int, server_tools: int = 0) -> Prediction: ...
 
-    def observe(self, estimate: int, real: int) -> None: ...
+    def observe(self, estimate: int, real: int, server_tools: int = 0) -> None: ...
 
     def reset(self) -> None: ...
 
@@ -120,18 +137,43 @@ HISTORY_KEEP = 32  # first point + the latest ones: enough for slopes and fits, 
 
 @dataclass
 class _Base:
-    """(estimate, real) points of the current segment, bounded."""
+    """(estimate, real) points of the current segment, bounded, with the number of server-side
+    tool calls (web searches) the context held at each; what each such call was seen to add; and
+    the smallest real count of the session (every request sends the system prompt and tools:
+    none is smaller than them)."""
 
     prior: Prior = field(default_factory=Prior)
     history: list[tuple[int, int]] = field(default_factory=list)
+    server: list[int] = field(default_factory=list)
+    per_call: list[int] = field(default_factory=list)  # real tokens each server call added, as seen
+    smallest: int | None = None  # kept across compactions: it is the session's
 
-    def observe(self, estimate: int, real: int) -> None:
+    def observe(self, estimate: int, real: int, server_tools: int = 0) -> None:
+        if self.history and len(self.server) == len(self.history) and server_tools > self.server[-1]:
+            self._learn_call(estimate, real, server_tools)
         self.history.append((estimate, real))
+        self.server.append(server_tools)
         if len(self.history) > HISTORY_KEEP:
             del self.history[1]
+            del self.server[1]
+        self.smallest = real if self.smallest is None else min(self.smallest, real)
+
+    def _learn_call(self, estimate: int, real: int, calls: int) -> None:
+        """A step over which server-side tools ran: what it added beyond the tokenizer's growth
+        is their results (the log shows only the call), per call."""
+        (e0, r0), k0 = self.history[-1], self.server[-1]
+        ratio = slope(self.history, self.server) or self.prior.ratio
+        excess = (real - r0) - ratio * (estimate - e0)
+        self.per_call.append(round(excess / (calls - k0)))
+        del self.per_call[:-HISTORY_KEEP]
+
+    def server_tool(self) -> int:
+        """Real tokens a server-side tool call adds: the session's median, else the prior's."""
+        return max(0, int(statistics.median(self.per_call))) if self.per_call else self.prior.server_tool
 
     def reset(self) -> None:
         self.history.clear()
+        self.server.clear()
 
 
 @dataclass
@@ -140,7 +182,7 @@ class SeedCalibrator(_Base):
 
     name: str = "seed"
 
-    def predict(self, estimate: int) -> Prediction:
+    def predict(self, estimate: int, server_tools: int = 0) -> Prediction:
         if not self.history or not self.history[-1][0]:
             f = self.prior.ratio
             return Prediction(int(estimate * f), f, f"no real count yet: estimate × default factor {f}")
@@ -164,7 +206,11 @@ class GrowthCalibrator(_Base):
     (``real − ratio × estimate``): the system prompt and tools the log does not show, before
     anything else hidden (such as encrypted reasoning) had piled up. (The ratio of the latest
     steps alone, paired with the first point, read 8.3k of "hidden" prompt off a pi segment
-    whose system prompt is 2.5k.)
+    whose system prompt is 2.5k.) That reading never exceeds the session's smallest real count:
+    every request sends the system prompt and tools, so none is smaller than all of them. A
+    segment whose first count is far more than the log shows (an overflow error's count, or a
+    compaction whose kept messages were not read) would otherwise pass for a hidden prompt of
+    hundreds of thousands of tokens, and ``compact`` would refuse any fold as not fitting.
     """
 
     name: str = "growth"
@@ -176,7 +222,7 @@ class GrowthCalibrator(_Base):
         underestimate is the mistake that overflows the window. The point's own reading is used
         only when the log shows a fair share of what was counted: a 50-token estimate against
         26k real tokens says nothing about a ratio, only about a hidden prompt."""
-        session = slope(self.history)
+        session = slope(self.history, self.server)
         if session is not None:
             return session, "session slope"
         if self.history and self.history[-1][0] >= VISIBLE_SHARE * self.history[-1][1]:
@@ -186,14 +232,20 @@ class GrowthCalibrator(_Base):
                 return point, "last real count over the prior's hidden overhead"
         return self.prior.ratio, self.prior.source
 
-    def predict(self, estimate: int) -> Prediction:
+    def predict(self, estimate: int, server_tools: int = 0) -> Prediction:
         if not self.history:
-            return _from_prior(self.prior, estimate)
+            return _from_prior(self.prior, estimate, server_tools)
         last_est, last_real = self.history[-1]
         ratio, why = self.ratio()
         growth = estimate - last_est
         tokens = max(0, int(last_real + growth * ratio))
         basis = f"last real {last_real:,} + growth {growth:,} × ratio {ratio:.3f} ({why})"
+        new_calls = server_tools - (self.server[-1] if self.server else 0)
+        if new_calls > 0 and self.server_tool():
+            tokens += new_calls * self.server_tool()
+            basis += (
+                f" + {new_calls} server-side tool call(s) × {self.server_tool():,} (their results, unlogged)"
+            )
         return Prediction(tokens, ratio, basis)
 
     def reset(self) -> None:
@@ -203,8 +255,12 @@ class GrowthCalibrator(_Base):
             if e1 - e0 >= SLOPE_MIN_SPAN:  # the line through the segment's first and latest counts
                 ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
             hidden, first = split_first(e0, r0, ratio)
-            self.prior = Prior(max(0, hidden), ratio, "learned before the last compaction", first)
+            if self.smallest is not None:
+                hidden = min(hidden, self.smallest)
+            learned = "learned before the last compaction"
+            self.prior = Prior(max(0, hidden), ratio, learned, first, self.server_tool())
         self.history.clear()
+        self.server.clear()
 
 
 @dataclass
@@ -213,10 +269,10 @@ class AffineCalibrator(GrowthCalibrator):
 
     name: str = "affine"
 
-    def predict(self, estimate: int) -> Prediction:
+    def predict(self, estimate: int, server_tools: int = 0) -> Prediction:
         fit = _fit(self.history)
         if fit is None:
-            return super().predict(estimate)
+            return super().predict(estimate, server_tools)
         a, b = fit
         return Prediction(
             int(a + b * estimate), b, f"fit real ≈ {a:,.0f} + {b:.3f} × estimate over {len(self.history)}"
@@ -236,9 +292,12 @@ def _fit(points: list[tuple[int, int]]) -> tuple[float, float] | None:
     return my - b * mx, b
 
 
-def _from_prior(prior: Prior, estimate: int) -> Prediction:
+def _from_prior(prior: Prior, estimate: int, server_tools: int = 0) -> Prediction:
     tokens = int(prior.overhead + estimate * prior.first)
     basis = f"no real count yet: hidden {prior.overhead:,} + estimate × {prior.first:.3f} ({prior.source})"
+    if server_tools and prior.server_tool:
+        tokens += server_tools * prior.server_tool
+        basis += f" + {server_tools} server-side tool call(s) × {prior.server_tool:,}"
     return Prediction(tokens, prior.first, basis)
 
 

@@ -22,6 +22,7 @@ from ctxfold.engine.profile import (
 )
 from ctxfold.formats.loader import Opened
 from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
+from ctxfold.tokens.harness_prompts import HarnessPrompt
 
 
 class Estimate(NamedTuple):
@@ -59,13 +60,30 @@ def _project(est: FileEstimate) -> str | None:
 
 
 def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool = False) -> Prior:
-    """What is known of a session before its first real count: the learned profile of its source
-    and model (without the session itself when ``leave_out``), else the shipped default."""
+    """What is known of a session before its first real count: the measured prompt of the
+    harness version that wrote it, plus what the learned profile of its source and model
+    (without the session itself when ``leave_out``), else the shipped default, adds to it."""
     if profiles is None:
-        return default_prior(source_of(est.format, est.replay.agent), est.model.provider)
-    return profiles.prior(
-        _key(est), est.model.provider, exclude=_session(est) if leave_out else None, project=_project(est)
+        base = default_prior(source_of(est.format, est.replay.agent), est.model.provider)
+    else:
+        exclude = _session(est) if leave_out else None
+        family = est.harness_prompt.family if est.harness_prompt else None
+        base = profiles.prior(
+            _key(est), est.model.provider, exclude=exclude, project=_project(est), family=family
+        )
+    return with_prompt(base, est.harness_prompt)
+
+
+def with_prompt(prior: Prior, prompt: HarnessPrompt | None) -> Prior:
+    """``prior`` with the measured prompt added to its hidden overhead, in the provider's tokens
+    (the prior's ratio): the overhead a profile learns is what a session sent beyond it."""
+    if prompt is None or not prompt.tokens:
+        return prior
+    hidden = max(0, prior.overhead + round(prior.ratio * prompt.tokens))
+    source = (
+        f"{prompt.describe()} sends {prompt.tokens:,} tokens its log leaves out (measured); {prior.source}"
     )
+    return Prior(hidden, prior.ratio, source, prior.first_ratio)
 
 
 def learn_from(profiles: Profiles, est: FileEstimate) -> None:
@@ -76,7 +94,8 @@ def learn_from(profiles: Profiles, est: FileEstimate) -> None:
     or a model is merely assumed (settings, the harness's provider)."""
     if est.model.tokenizer != "o200k" or est.model_source not in ("log", "--model"):
         return
-    obs = observe_session(est.requests, est.model.provider)
+    hp = est.harness_prompt
+    obs = observe_session(est.requests, est.model.provider, hp.tokens if hp else 0, hp.family if hp else None)
     if obs is not None:
         profiles.learn(_key(est), _session(est), obs, _project(est), est.model.provider)
 
@@ -129,7 +148,7 @@ def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIB
             cal.reset()
             segment = q.segment
         if q.real is not None:
-            cal.observe(q.estimate, q.real)
+            cal.observe(q.estimate, q.real, q.server_tools_after)
     if est.replay.segment != segment:
         cal.reset()
     return cal
@@ -137,7 +156,7 @@ def calibrated(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIB
 
 def predict_now(est: FileEstimate, prior: Prior, calibration: str = DEFAULT_CALIBRATOR) -> Prediction:
     """The real size of the context now, i.e. of the next request."""
-    return calibrated(est, prior, calibration).predict(est.context_tokens)
+    return calibrated(est, prior, calibration).predict(est.context_tokens, est.replay.server_tools)
 
 
 def estimate_doc(

@@ -100,10 +100,14 @@ class Decision:
         return self.threshold - self.predicted
 
 
-def decide(calibrator: Calibrator, policy: Policy, estimate: int, *, forced: bool = False) -> Decision:
+def decide(
+    calibrator: Calibrator, policy: Policy, estimate: int, *, forced: bool = False, server_tools: int = 0
+) -> Decision:
     """Predict the real size of a request of ``estimate`` counted tokens and hold it against
-    the threshold; ``forced`` (a refusal as too long) makes it due whatever the prediction."""
-    p = calibrator.predict(estimate)
+    the threshold; ``forced`` (a refusal as too long) makes it due whatever the prediction.
+    ``server_tools``: the server-side tool calls (web searches) in its context, whose results
+    the count does not hold."""
+    p = calibrator.predict(estimate, server_tools)
     return Decision(
         estimate=estimate,
         predicted=p.tokens,

@@ -14,6 +14,7 @@ holds a session of a log format, the shipped prior of that format (``BUILTIN``) 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ from ctxfold.tokens.session import Request
 # 2: Claude Code attachment lines, summarized thinking and ToolSearch references are counted, so
 # what version 1 learned (hidden overhead ~2–4k too high, ratios) no longer fits; a profile of
 # another version is set aside, not mixed in.
-VERSION = 2
+# 3: the harness's own prompt is measured per version (tokens/harness_prompts.py); the overhead
+# learned is what a session sent beyond it.
+VERSION = 3
 MAX_SESSIONS = 200  # per key; the oldest are forgotten
 MIN_SESSIONS = 3  # a key with fewer sessions borrows from its log format's other models
 
@@ -49,9 +52,9 @@ MIN_SESSIONS = 3  # a key with fewer sessions borrows from its log format's othe
 # observations on the real sessions of ../shared/fixtures-real (`python bench/calibration.py
 # --observations` prints them). Formats that log the whole request need none.
 BUILTIN: dict[str, tuple[int, float, int]] = {
-    "claude-code": (23_200, 1.294, 7),  # Claude Code 1.0.98 to 2.1.126: 15.0k to 36.7k hidden
-    "codex": (5_400, 1.106, 4),  # Codex CLI 0.1xx: 5.1k to 20.2k hidden (MCP tools)
-    "pi": (2_100, 1.242, 2),
+    "claude-code": (0, 1.294, 7),
+    "codex": (0, 1.106, 4),
+    "pi": (0, 1.242, 2),
 }
 
 
@@ -85,15 +88,23 @@ class Observation:
     overhead: int
     ratio: float
     first_ratio: float | None = None  # see Prior.first_ratio
+    # the measured prompt's variant and harness generation (HarnessPrompt.family) the overhead
+    # was learned beyond; sessions of the same family are the peers of a new one
+    family: str | None = None
+    server_tool: int | None = None  # real tokens a server-side tool call (web search) added
 
 
-def observe_session(requests: Sequence[Request], provider: str) -> Observation | None:
-    """What one session teaches: its hidden overhead and tokenizer ratio (segment 0 only)."""
-    points = [
-        (r.estimate, r.real)
-        for r in requests
-        if r.segment == 0 and r.real is not None and r.real_source == "usage"
-    ]
+def observe_session(
+    requests: Sequence[Request], provider: str, prompt: int = 0, family: str | None = None
+) -> Observation | None:
+    """What one session teaches: its hidden overhead and tokenizer ratio (segment 0 only).
+
+    ``prompt`` is the measured part of the first request the log does not show (the harness's
+    system prompt and tools for its version, ``FileEstimate.harness_prompt``): the overhead
+    learned is then what the session sent beyond it (its memory files, MCP servers, hooks),
+    which may be less than nothing when the user's setup sends less than the measured default."""
+    counted = [r for r in requests if r.segment == 0 and r.real is not None and r.real_source == "usage"]
+    points = [(r.estimate, r.real) for r in counted]
     if not points:
         return None
     # The first-to-last slope, not the calibrator's median step: what the profile needs is the
@@ -104,8 +115,22 @@ def observe_session(requests: Sequence[Request], provider: str) -> Observation |
     (e0, r0), (e1, r1) = points[0], points[-1]
     if e1 - e0 >= SLOPE_MIN_SPAN:
         ratio = min(MAX_RATIO, max(MIN_RATIO, (r1 - r0) / (e1 - e0)))
+    server = _server_tool(counted, ratio)
+    if prompt:
+        return Observation(int(r0 - ratio * (e0 + prompt)), round(ratio, 4), None, family, server)
     hidden, first = split_first(e0, r0, ratio)
-    return Observation(max(0, hidden), round(ratio, 4), first)
+    return Observation(max(0, hidden), round(ratio, 4), first, None, server)
+
+
+def _server_tool(counted: Sequence[Request], ratio: float) -> int | None:
+    """The median of what each server-side tool call (web search) added to the real count
+    beyond the tokenizer's growth, over the steps that made such calls; None without any."""
+    per_call = [
+        (b.real - a.real - ratio * (b.estimate - a.estimate)) / (b.server_tools_after - a.server_tools_after)
+        for a, b in itertools.pairwise(counted)
+        if a.real is not None and b.real is not None and b.server_tools_after > a.server_tools_after
+    ]
+    return max(0, round(statistics.median(per_call))) if per_call else None
 
 
 class Profiles:
@@ -168,6 +193,7 @@ class Profiles:
                     and number(v.get("overhead"))
                     and number(v.get("ratio"))
                     and number(v.get("first_ratio", 0))
+                    and number(v.get("server_tool", 0))
                     and all(isinstance(v.get(k, ""), str) for k in ("provider", "project"))
                 ):
                     return f"a session of {key!r} is malformed"
@@ -197,11 +223,21 @@ class Profiles:
             sessions[session]["provider"] = provider  # overhead and ratio are in its tokens
         if project is not None:
             sessions[session]["project"] = project
+        if obs.family is not None:
+            sessions[session]["family"] = obs.family
+        if obs.server_tool is not None:
+            sessions[session]["server_tool"] = obs.server_tool
         while len(sessions) > MAX_SESSIONS:
             sessions.pop(next(iter(sessions)))
 
     def prior(
-        self, key: str, provider: str, *, exclude: str | None = None, project: str | None = None
+        self,
+        key: str,
+        provider: str,
+        *,
+        exclude: str | None = None,
+        project: str | None = None,
+        family: str | None = None,
     ) -> Prior:
         """The median of the sessions of the same source run in the same ``project`` (its
         memory files, MCP servers and hooks are the rest of the hidden prompt) with a model of
@@ -210,7 +246,14 @@ class Profiles:
         provider read from the same log format (a hidden prompt belongs to the harness more than to the model: one or
         two sessions of a model say less than many of its harness); fewer than ``MIN_SESSIONS``
         of those do not displace the format's shipped prior. Else the provider's ratio learned
-        from other formats (:meth:`_provider_prior`)."""
+        from other formats (:meth:`_provider_prior`).
+
+        For a log whose harness prompt is measured (``family`` given: the variant and generation
+        of the measured version), the overhead is what the sessions sent beyond their own measured
+        prompt, and outside the project it comes only from sessions of the same ``family``
+        (at least ``MIN_SESSIONS``), else none is assumed: what a user adds beyond the harness
+        (memory files, MCP servers, plugins) varies too much between users and harness
+        generations for sessions of others to say more than the measurement."""
         fmt = key.split("|", 1)[0]
         same_format = [k for k in self.profiles if k.startswith(fmt + "|")]
 
@@ -244,7 +287,16 @@ class Profiles:
         ratio = float(statistics.median(o["ratio"] for o in obs))
         first = float(statistics.median(o.get("first_ratio", o["ratio"]) for o in obs))
         source = f"profile {scope}, {len(obs)} session(s)"
-        return Prior(overhead, ratio, source, None if first == ratio else first)
+        if family is not None and not here:
+            peers = [v["overhead"] for v in sessions(same_format) if v.get("family") == family]
+            overhead = int(statistics.median(peers)) if len(peers) >= MIN_SESSIONS else 0
+            beyond = f"{len(peers)} of its generation" if len(peers) >= MIN_SESSIONS else "nothing beyond it"
+            source += f"; {beyond}"
+        searched = [
+            v["server_tool"] for v in sessions(same_format) if isinstance(v.get("server_tool"), (int, float))
+        ]
+        server = int(statistics.median(searched)) if searched else 0
+        return Prior(overhead, ratio, source, None if first == ratio else first, server)
 
     def _provider_prior(self, fmt: str, provider: str, exclude: str | None) -> Prior:
         """A format never read yet: its shipped prior, else no hidden overhead and the tokenizer

@@ -25,6 +25,7 @@ from ctxfold.engine.calibration import (
 from ctxfold.engine.now import learn_from, prior_for
 from ctxfold.engine.policy import Policy, decide, make_policy
 from ctxfold.engine.profile import Profiles
+from ctxfold.engine.triggers import Trigger, TriggerReplay, parse_trigger, replay_trigger
 from ctxfold.formats.loader import Opened
 from ctxfold.prices import PriceList
 from ctxfold.settings import setting
@@ -48,6 +49,7 @@ class Row:
     factor: float
     basis: str
     recorded_compaction: bool = False  # the recording tool compacted just before this request
+    server_tool_calls: int = 0  # server-side tool calls (web searches) its own response made
     model_window: int | None = None  # the model's own window, when --max-tokens set the rule's
 
     @property
@@ -100,6 +102,9 @@ class Simulation:
     # keeps it), and the summarizer's input; after it, the real tokens no longer sent
     fired: dict[int, Fired] = field(default_factory=dict)
     removed: dict[int, int] = field(default_factory=dict)
+    # (request, predicted, real) of each request as the simulated run sends it (the compacted
+    # request at a firing; real: the log's count less what was removed), for the plot
+    series: list[tuple[int, int, int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -120,6 +125,7 @@ class Report:
     rows: list[Row]
     simulation: Simulation | None = None
     prices: PriceList = field(default_factory=PriceList)  # to price its usage records
+    trigger: TriggerReplay | None = None  # with --trigger: where that harness's own rule fires
 
     @property
     def first_fire(self) -> Row | None:
@@ -149,7 +155,7 @@ def replay(
             if segment != -1:
                 cal.reset()
             segment = q.segment
-        d = decide(cal, policy, q.estimate)
+        d = decide(cal, policy, q.estimate, server_tools=q.server_tools)
         rows.append(
             Row(
                 index=q.index,
@@ -166,10 +172,11 @@ def replay(
                 basis=d.basis,
                 recorded_compaction=q.index in marks,
                 model_window=est.model.window,
+                server_tool_calls=q.server_tools_after - q.server_tools,
             )
         )
         if q.real is not None:
-            cal.observe(q.estimate, q.real)
+            cal.observe(q.estimate, q.real, q.server_tools_after)
     sim = _simulate(est, policy, calibration, prior) if simulate else None
     return Report(est, policy, calibration, used, rows, sim)
 
@@ -214,7 +221,9 @@ def _simulate(est: FileEstimate, policy: Policy, calibration: str, prior: Prior)
             sim.fired[q.index] = Fired(after, min(cal.predict(q.fixed).tokens, after), prompt)
             base, base_elided = body, q.elided  # everything up to here is folded into the summary
             sim.prompt_tokens += after  # the log's real count was for the uncompacted request
+            sim.series.append((q.index, after, None))
         else:
+            sim.series.append((q.index, predicted, sim_real))
             sim.prompt_tokens += sim_real if sim_real is not None else predicted
             if q.real is not None and sim_real is not None and removed:
                 sim.removed[q.index] = q.real - sim_real
@@ -244,9 +253,12 @@ def report_file(
     profiles: Profiles | None = None,
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
+    trigger: str | None = None,
 ) -> Report:
     """Estimate a file, replay it through the engine, and teach ``profiles`` (when given; the
-    caller saves them) what it showed."""
+    caller saves them) what it showed. ``trigger`` (``NAME[:SETTING=VALUE]``, see
+    :mod:`ctxfold.engine.triggers`) replays it under that harness's own compaction rule too."""
+    rule = parse_trigger(trigger) if trigger else None  # a typo fails before the file is read
     est = estimate_file(
         path,
         model=model,
@@ -265,6 +277,7 @@ def report_file(
         simulate=simulate,
         profiles=profiles,
         config=config,
+        rule=rule,
     )
 
 
@@ -284,6 +297,7 @@ def report_from(
     simulate: bool = False,
     profiles: Profiles | None = None,
     config: Config | None = None,
+    rule: Trigger | None = None,
 ) -> Report:
     """The engine's half of ``report_file``, on a file already counted (``estimate_file`` with
     :func:`report_tokenizer`); called in file order, the profile evolves as in a serial run."""
@@ -296,4 +310,8 @@ def report_from(
     if profiles is not None:
         learn_from(profiles, est)
     report.prices = (config or Config()).prices
+    if rule is not None:
+        recorded = (est.model.window_source or "").startswith("recorded")
+        window = rule.window_for(est.model.window, recorded)
+        report.trigger = replay_trigger(est.requests, rule, window)
     return report

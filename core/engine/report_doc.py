@@ -75,6 +75,34 @@ def summary(report: Report) -> dict[str, Any]:
             "cannot_fit_tokens": sim.cannot_fit_tokens if sim.cannot_fit_at is not None else None,
         },
         "cost": cost(report),
+        "trigger": trigger_doc(report),
+    }
+
+
+def trigger_doc(report: Report) -> dict[str, Any] | None:
+    """With ``--trigger``: where that harness's own rule compacts, next to ctxfold's first fire."""
+    t = report.trigger
+    if t is None:
+        return None
+    first, mine = t.first, report.first_fire
+    return {
+        "harness": t.trigger.harness,
+        "name": t.trigger.name(),
+        "setting": None if t.trigger.setting is None else {t.trigger.setting: t.trigger.value},
+        "window": t.window,
+        "fires_at": t.fires_at,
+        "rule": t.trigger.describe(t.window),
+        "first": None
+        if first is None
+        else {"request": first.request, "count": first.count, "real": first.real},
+        "fires": [{"request": f.request, "count": f.count, "real": f.real} for f in t.fires],
+        # > 0: ctxfold fires that many requests before the harness would
+        "ctxfold_ahead_by": None if first is None or mine is None else first.request - mine.index,
+        "recorded_compactions_matched": sum(
+            1
+            for c in report.estimate.replay.compactions
+            if any(f.request == c.before_request for f in t.fires)
+        ),
     }
 
 
@@ -112,8 +140,8 @@ def cost(report: Report) -> dict[str, Any]:
     }
 
 
-def row_dict(r: Row) -> dict[str, Any]:
-    return {
+def row_dict(r: Row, harness_fires: frozenset[int] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
         "index": r.index,
         "estimate": r.estimate,
         "calibrated": r.calibrated,
@@ -130,7 +158,11 @@ def row_dict(r: Row) -> dict[str, Any]:
         "late": r.late,
         "overflow": r.overflow,
         "recorded_compaction": r.recorded_compaction,
+        "server_tool_calls": r.server_tool_calls,
     }
+    if harness_fires is not None:  # with --trigger: would that harness compact before this request
+        doc["harness_fires"] = r.index in harness_fires
+    return doc
 
 
 def to_dict(report: Report) -> dict[str, Any]:
@@ -155,10 +187,14 @@ def to_dict(report: Report) -> dict[str, Any]:
             "source": report.prior.source,
         },
         "summary": summary(report),
-        "requests": [row_dict(r) for r in report.rows],
-        "warnings": list(est.model.warnings),
+        "requests": [row_dict(r, _harness_fires(report)) for r in report.rows],
+        "warnings": est.warnings,
         "skipped_lines": est.skipped,
     }
+
+
+def _harness_fires(report: Report) -> frozenset[int] | None:
+    return frozenset(f.request for f in report.trigger.fires) if report.trigger else None
 
 
 def totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:

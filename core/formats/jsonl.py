@@ -1,5 +1,8 @@
 """Streaming JSONL: one parsed line at a time, with errors that name file, line and problem.
 
+A last line that ends mid-value with no newline after it is a :class:`PartialLineError`: a
+session still being written ends that way, and the loader leaves the line out with a warning.
+
 A file may also hold one JSON document spread over many lines (a pretty-printed saved chat):
 when its first line is an unfinished value, the whole file is parsed as one document and read
 as a single line numbered where it starts. A broken document whose first line is only its
@@ -17,7 +20,7 @@ from typing import BinaryIO
 
 import orjson
 
-from ctxfold.errors import InputError, LineError
+from ctxfold.errors import InputError, LineError, PartialLineError
 from ctxfold.formats.base import Line
 
 STDIN = "-"
@@ -40,18 +43,26 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise InputError("permission denied", path) from None
 
 
-def _describe(raw: bytes, err: orjson.JSONDecodeError, last: bool) -> str:
+def _half_written(raw: bytes, err: orjson.JSONDecodeError) -> bool:
+    """A last line that ends mid-value, with no newline after it: its writer is still at it (a
+    live session) or was interrupted. ``err.pos`` counts characters, not bytes."""
+    if raw.endswith(b"\n") or b"\x00" in raw:
+        return False
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return u.reason == "unexpected end of data"  # cut inside a multi-byte character
+    return err.pos >= len(text.rstrip())
+
+
+def _describe(raw: bytes, err: orjson.JSONDecodeError) -> str:
     nul = raw.find(b"\x00")
     if nul >= 0:
         return f"binary data, not JSON text (NUL byte at byte {nul} of the line)"
     try:
-        text = raw.decode("utf-8")
+        raw.decode("utf-8")
     except UnicodeDecodeError as u:
         return f"invalid UTF-8 at byte {u.start} of the line"
-    # a last line that ends mid-value, with no newline after it: a writer was interrupted
-    # (``err.pos`` counts characters, not bytes)
-    if last and not raw.endswith(b"\n") and err.pos >= len(text.rstrip()):
-        return f"truncated last line (invalid JSON at char {err.pos}; was the file still being written?)"
     text = str(err).split(":", 1)[0]
     size = len(raw)
     big = f" ({size / 1e6:.1f} MB line)" if size > 1_000_000 else ""
@@ -92,6 +103,8 @@ def _lines(f: BinaryIO, raws: Iterable[bytes] | None = None, no: int = 0) -> Ite
                 yield _parse(prev, no, last=False)
         no += 1
         prev = raw[len(BOM) :] if no == 1 and raw.startswith(BOM) else raw
+        if not raw.endswith(b"\n"):
+            break  # the end of the file as it was: what a writer adds later is not read into it
     if prev is not None and prev.strip():
         yield _parse(prev, no, last=True)
 
@@ -146,7 +159,9 @@ def _parse(raw: bytes, no: int, last: bool) -> Line | LineError:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
-        return LineError(_describe(raw, err, last), no)
+        if last and _half_written(raw, err):
+            return PartialLineError(line=no)
+        return LineError(_describe(raw, err), no)
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
         return LineError(f"nested deeper than {MAX_DEPTH} levels", no)
     return Line(no, data, len(raw))

@@ -2,7 +2,8 @@
 
 ``open_transcript`` returns at once with a lazy entry iterator; ``load`` materialises a
 :class:`Transcript`. Bad lines raise :class:`LineError` naming the file and line, or with
-``skip_invalid`` are collected in ``skipped`` and passed over. A format given by the caller
+``skip_invalid`` are collected in ``skipped`` and passed over. A half-written last line (a
+session still being written) is always left out, with a warning in ``warnings``. A format given by the caller
 (``--format``) that no line of the file is in raises :class:`UnknownFormatError` once the file is
 read, instead of an empty conversation.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ctxfold.errors import EmptyInputError, LineError, UnknownFormatError
+from ctxfold.errors import EmptyInputError, LineError, PartialLineError, UnknownFormatError
 from ctxfold.formats import registry
 from ctxfold.formats.base import Line, Reader
 from ctxfold.formats.jsonl import iter_lines
@@ -34,6 +35,7 @@ class Opened:
     format: str
     entries: Iterator[Entry]
     skipped: list[LineError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # "line N: …: left out" (a half-written last line)
     bytes_read: int = 0
     lines_read: int = 0
     current_line: int = 0  # the line being read when the entry just yielded was produced
@@ -57,7 +59,11 @@ def open_transcript(
         lines = iter_lines(path, source)
     head: list[Line] = []
     skipped: list[LineError] = []
+    warnings: list[str] = []
     for item in lines:
+        if isinstance(item, PartialLineError):
+            warnings.append(_left_out(item))
+            continue
         if isinstance(item, LineError):
             if not skip_invalid:
                 raise item.with_path(path)
@@ -67,6 +73,8 @@ def open_transcript(
         if len(head) >= SNIFF_LINES:
             break
     if not head:
+        if warnings:  # nothing but a line still being written
+            raise EmptyInputError("no complete line yet: its only line is still being written", path)
         raise EmptyInputError("empty file: no JSON lines", path)
     forced = fmt is not None
     if fmt is None:
@@ -78,7 +86,7 @@ def open_transcript(
                 path,
             )
     reader: Reader = registry.get(fmt).Reader()
-    opened = Opened(path, fmt, iter(()), skipped)
+    opened = Opened(path, fmt, iter(()), skipped, warnings)
     opened.entries = _stream(opened, reader, head, lines, skip_invalid)
     if forced:
         opened.entries = _not_empty(opened, [line.data for line in head], opened.entries)
@@ -141,6 +149,9 @@ def _stream(
                 continue
             except Exception as err:
                 item = _as_line_error(err, item.no, opened.format)
+        if isinstance(item, PartialLineError):
+            opened.warnings.append(_left_out(item))
+            continue
         if not skip_invalid:
             raise item.with_path(opened.path)
         opened.skipped.append(item.with_path(opened.path))
@@ -148,6 +159,11 @@ def _stream(
         yield from reader.finish()
     except Exception as err:
         raise _as_line_error(err, opened.current_line, opened.format).with_path(opened.path) from None
+
+
+def _left_out(err: PartialLineError) -> str:
+    """The warning, without the path: it is said with the file's other warnings, under its name."""
+    return f"line {err.line}: {err.reason}: left out"
 
 
 # What a reader raises on a line it cannot make sense of; anything else is a bug of ctxfold's.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxfold.errors import InputError, LineError
@@ -39,6 +39,9 @@ class Validation:
     format: str | None
     entries: int
     violations: list[Violation]
+    warnings: list[str] = field(default_factory=list)  # a half-written last line, left out
+    skipped: list[str] = field(default_factory=list)  # bad lines passed over (skip_invalid)
+    unread_from: int | None = None  # the bad line reading stopped at: nothing after it was checked
 
     @property
     def ok(self) -> bool:
@@ -52,22 +55,27 @@ class Validation:
             "entries": self.entries,
             "ok": self.ok,
             "violations": [{"line": x.line, "message": x.message} for x in self.violations],
+            "warnings": self.warnings,
+            "skipped_lines": self.skipped,
         }
 
 
-def validate(path: str, fmt: str | None = None) -> Validation:
+def validate(path: str, fmt: str | None = None, *, skip_invalid: bool = False) -> Validation:
     """The file's violations; one that cannot be read is a single violation, at its bad line or,
-    for the file as a whole (empty, unknown format), at line 0."""
+    for the file as a whole (empty, unknown format), at line 0. With ``skip_invalid`` a bad line
+    is passed over (named in ``skipped``) and the rest is checked; a half-written last line (a
+    session still being written) is always left out with a warning."""
     opened: Opened | None = None
     items: list[tuple[int, Entry]] = []
     try:
-        opened = open_transcript(path, fmt=fmt)
+        opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
         for e in opened.entries:
             items.append((opened.current_line, e))
     except InputError as err:
         found = opened.format if opened is not None else fmt  # None: not even detected
         line = err.line if isinstance(err, LineError) else 0
-        return Validation(path, found, 0, [Violation(line, err.reason)])
+        stopped = line if isinstance(err, LineError) else None
+        return Validation(path, found, 0, [Violation(line, err.reason)], unread_from=stopped)
     found = generic_checks(items)
     if opened.format in WRITERS:
         module = importlib.import_module(WRITERS[opened.format])
@@ -75,7 +83,17 @@ def validate(path: str, fmt: str | None = None) -> Validation:
             found += [Violation(n, m) for n, m in module.check(items)]
         if hasattr(module, "check_file") and path != "-":
             found += [Violation(n, m) for n, m in module.check_file(path)]
-    return Validation(path, opened.format, len(items), sorted(set(found)))
+    # the lines left out were said once, as skipped or as a warning: not again as violations
+    left_out = {e.line for e in opened.skipped} | {_line_of(w) for w in opened.warnings}
+    found = [v for v in found if v.line not in left_out]
+    skipped = [str(e) for e in opened.skipped]
+    return Validation(path, opened.format, len(items), sorted(set(found)), list(opened.warnings), skipped)
+
+
+def _line_of(warning: str) -> int:
+    """The line number of a loader warning ("line 12: …")."""
+    head = warning.split(":", 1)[0].removeprefix("line ")
+    return int(head) if head.isdigit() else -1
 
 
 class TurnCalls:

@@ -2,16 +2,17 @@
 
 ::
 
-    offline                                   the digest (default; also every chain's last resort)
+    offline                                   the digest made without a model (default)
     anthropic[:MODEL]                         Messages API, key from ANTHROPIC_API_KEY
     openai[:MODEL]                            Chat Completions, key from OPENAI_API_KEY
     openai-responses[:MODEL]                  Responses API, key from OPENAI_API_KEY
     openai-compatible:MODEL                   Chat Completions at ``base_url``, key optional
     anthropic:claude-haiku-4-5,openai,offline a chain: on failure, a warning and the next one
 
-Provider modules are imported only when used. Unless ``strict``, a chain that does not end
-with ``offline`` gets it appended, so compaction always produces a summary (the seeds' rule);
-``strict`` raises the first failure instead.
+Provider modules are imported only when used. A chain falls back only to what it names: a
+provider named alone never turns into another one (asked for Claude, a user who gets the offline
+digest instead, with exit status 0, was misled), so ``offline`` goes last in a chain that should
+always produce a summary. ``strict`` raises the first failure even in a chain.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxfold.errors import ProviderError, UsageError
+from ctxfold.errors import MissingKeyError, ProviderError, UsageError
 from ctxfold.names import did_you_mean
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.providers.remote import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
@@ -95,8 +96,31 @@ class ChainSummarizer:
         """The first provider's window: what the strategy should truncate the conversation to."""
         return getattr(self.links[0], "window", None)
 
+    @property
+    def spec(self) -> str:
+        """The chain as a provider spec (``anthropic:claude-haiku-4-5,offline``): what a state
+        file records, so a later run with another provider is noticed."""
+        return ",".join(_label(link) for link in self.links)
+
     def __repr__(self) -> str:
         return f"ChainSummarizer({', '.join(map(repr, self.links))}, strict={self.strict})"
+
+    def check_keys(self) -> None:
+        """Raise the :class:`MissingKeyError` a call would meet when nothing in the chain can
+        stand in for the provider that lacks its key: a provider named alone, the chain's last,
+        or any with ``strict``. Called before a file is read, so nothing is written."""
+        for n, link in enumerate(self.links):
+            last = self.strict or n == len(self.links) - 1
+            api_key = getattr(link, "api_key", None)
+            if not callable(api_key):
+                return  # needs no key (offline)
+            try:
+                api_key()
+            except MissingKeyError:
+                if last:
+                    raise
+            else:
+                return  # this one can be called: nothing after it is needed for a key
 
     def __call__(self, request: SummaryRequest) -> SummaryResult:
         warnings: list[str] = []
@@ -137,7 +161,9 @@ def make_summarizer(
     by provider name (``{"anthropic": ..., "openai-compatible": ...}``; ``openai`` also serves
     ``openai-responses``). Bad names and options raise
     :class:`UsageError` here, before anything is sent; call-time failures (missing key,
-    HTTP errors, timeouts) are the chain's to handle.
+    HTTP errors, timeouts) are the chain's to handle: it moves on to the next provider it names,
+    and the last one's failure is raised (:meth:`ChainSummarizer.check_keys` finds a missing key
+    before anything is read).
 
     >>> summarize = ctxfold.make_summarizer("offline")
     >>> request = ctxfold.SummaryRequest([ctxfold.Message("user", (ctxfold.TextPart("Fix the parser"),))], 2_000)
@@ -149,8 +175,6 @@ def make_summarizer(
     ToolResults.parse(tool_results)  # a bad value is a usage error whichever providers are chained
     _check_shared(api_key, "API key", [n for n, _ in parsed])
     _check_shared(base_url, "base URL", [n for n, _ in parsed])
-    if not strict and parsed[-1][0] != "offline":
-        parsed.append(("offline", None))
     links: list[Summarizer] = []
     for name, model in parsed:
         factory = _load(name)

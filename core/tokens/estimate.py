@@ -19,6 +19,7 @@ from ctxfold.config import Config
 from ctxfold.formats.loader import Opened, open_transcript
 from ctxfold.settings import setting
 from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.harness_prompts import HarnessPrompt, choose
 from ctxfold.tokens.models import ResolvedModel, resolve
 from ctxfold.tokens.parallel import workers_for
 from ctxfold.tokens.session import Replay, Request, SessionCounter
@@ -48,11 +49,20 @@ class FileEstimate:
     replay: Replay
     largest: list[LargeMessage]
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what reading it left out (a half-written last line)
     # where the model came from: "log", "--model" (the log names none, or the same), "--model
     # over the log's", "settings" (CTXFOLD_MODEL, [defaults]), "harness" (HARNESS_MODEL) or None
     model_source: str | None = None
     bytes_read: int = 0
     lines_read: int = 0
+    # what the harness that wrote the log sends that the log does not record (measured for its
+    # version: tokens/harness_prompts.py); not in the counts above, the engine adds it
+    harness_prompt: HarnessPrompt | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the user should know: how the model was resolved, what reading left out."""
+        return [*self.model.warnings, *self.notes]
 
     @property
     def requests(self) -> list[Request]:
@@ -98,6 +108,7 @@ def estimate_file(
         workers=workers_for(size),
     )
     result.skipped = [str(e) for e in opened.skipped]
+    result.notes = list(opened.warnings)
     result.bytes_read, result.lines_read = opened.bytes_read, opened.lines_read
     return result
 
@@ -132,7 +143,9 @@ def estimate_entries(
     win = setting("window", window, config)
     tok = setting("tokenizer", tokenizer, config).value
 
-    def resolve_as(name: str | None, recorded_window: int | None) -> ResolvedModel:
+    def resolve_as(
+        name: str | None, recorded_window: int | None, observed: int | None = None
+    ) -> ResolvedModel:
         return resolve(
             name,
             window=win.value,
@@ -140,6 +153,7 @@ def estimate_entries(
             recorded_window=recorded_window,
             tokenizer=tok,
             config_models=config.models,
+            observed=observed,
         )
 
     resolved = resolve_as(name, recorded)  # the tokenizer and framing the whole log is counted with
@@ -153,7 +167,9 @@ def estimate_entries(
         if (later.tokenizer, later.provider) == (resolved.tokenizer, resolved.provider):
             name = now
     # the window the log recorded last, unless a flag, the environment or the config file set one
-    resolved = resolve_as(name, replay.context_window or recorded)
+    # the largest prompt the provider answered proves the window is at least that large
+    answered = [q.real for q in replay.requests if q.real is not None and q.real_source == "usage"]
+    resolved = resolve_as(name, replay.context_window or recorded, max(answered, default=None))
     return FileEstimate(
         path=path,
         format=source_format,
@@ -161,6 +177,7 @@ def estimate_entries(
         replay=replay,
         largest=_largest(replay, 10),
         model_source=model_source,
+        harness_prompt=choose(source_format, replay.facts, agent=replay.agent, tokenizer=resolved.tokenizer),
     )
 
 
@@ -216,6 +233,7 @@ def estimate_to_dict(r: FileEstimate) -> dict[str, Any]:
         "used_fraction": round(r.used_fraction, 4),
         "breakdown": dict(r.replay.by_category),
         "request_framing": r.replay.per_request,
+        "harness_prompt": r.harness_prompt.to_dict() if r.harness_prompt else None,
         "largest": [
             {"position": m.position, "role": m.role, "tokens": m.tokens, "preview": m.preview}
             for m in r.largest
@@ -229,7 +247,7 @@ def estimate_to_dict(r: FileEstimate) -> dict[str, Any]:
             "source": last.real_source,
             "ratio": round(last.real / last.estimate, 4) if last.real and last.estimate else None,
         },
-        "warnings": list(r.model.warnings),
+        "warnings": r.warnings,
         "skipped_lines": r.skipped,
         "lines": r.lines_read,
         "bytes": r.bytes_read,

@@ -6,7 +6,9 @@ release (``claude-sonnet-4-5-20250929``) finds its family; failing that, by the 
 family name found inside it (``openrouter-llama-4-maverick``). The window is resolved in this
 order: ``--window`` > the config file's ``[models."NAME"]`` > the window recorded in the log
 > this table > a stated default. An unknown model is never guessed silently: the resolution
-carries a warning that says what was assumed.
+carries a warning that says what was assumed. A log whose own real counts go beyond the table's
+window or the default proves the window is at least that large: the largest count is used, and
+the warning says so (a model through a router, a long-context option the table does not know).
 """
 
 from __future__ import annotations
@@ -119,7 +121,10 @@ def resolve(
     recorded_window: int | None = None,
     tokenizer: str | None = None,
     config_models: Mapping[str, Mapping[str, Any]] | None = None,
+    observed: int | None = None,
 ) -> ResolvedModel:
+    """``observed``: the largest prompt the provider counted for this log (a request it
+    answered), a floor for a window that was only looked up or assumed."""
     info = lookup(name)
     conf = _config_for(name, config_models or {})
     if window:
@@ -133,12 +138,21 @@ def resolve(
     else:
         win, source = DEFAULT_WINDOW, "default"
     warnings: list[str] = []
+    looked_up = source == "default" or source.startswith("model registry")
+    raised = looked_up and observed is not None and observed > win
+    if raised and observed is not None:
+        before = f"the {win:,}-token window " + ("assumed" if source == "default" else f"of the {source}")
+        warnings.append(
+            f"the log's own real counts reach {observed:,} tokens, more than {before}: its window is at least "
+            f"that large, and {observed:,} is used (--window sets it)"
+        )
+        win, source = observed, "the log's largest real count"
     if info is None and not conf:
         what = f"unknown model {name!r}{_close(name)}" if name else "no model named in the transcript"
         assumed = f"the {tokenizer or DEFAULT_TOKENIZER} tokenizer and generic framing"
         if source == "default":
             assumed += f", and a {DEFAULT_WINDOW:,}-token window (pass --window to set it)"
-        warnings.append(f"{what}: assuming {assumed}")
+        warnings.insert(0, f"{what}: assuming {assumed}")
     elif info is not None and not conf and name and info.family == "claude" and model_key(name) != "claude":
         warnings.append(
             f"model {name!r} is not in the registry{_close(name)}: read as a generic Claude model"

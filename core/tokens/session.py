@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
+from ctxfold.tokens.harness_prompts import LogFacts
 from ctxfold.tokens.parallel import Counting
 from ctxfold.transcript.model import (
     ApiError,
@@ -28,6 +29,7 @@ from ctxfold.transcript.model import (
     ContextUpdate,
     Entry,
     Message,
+    OpaquePart,
     TextPart,
     ToolDef,
     ToolResultPart,
@@ -36,6 +38,18 @@ from ctxfold.transcript.model import (
 )
 
 BATCH_MESSAGES = 256
+# Tools the provider runs inside a response, whose results the model reads but the log does not
+# hold (OpenAI Responses' built-in tools, Anthropic's server tools): the calibrator learns what
+# each adds from the jump in the real count it causes.
+SERVER_TOOLS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "server_tool_use",
+    }
+)
 BATCH_CHARS = 1_000_000
 
 
@@ -55,6 +69,11 @@ class Request:
     segment: int = 0  # bumps at every recorded compaction or reset
     first_in_segment: bool = False
     usage: Usage | None = None  # the provider's whole record (output, cache writes: for cost)
+    timestamp: str | None = None  # when the answer carrying the usage was logged
+    turn_start: bool = False  # the context ends with the user's own message (not a tool's result)
+    server_tools: int = 0  # server-side tool calls in the context (web searches: SERVER_TOOLS)
+    # ... and once its response is in: its real count covers the calls the response made itself
+    server_tools_after: int = 0
 
     @property
     def cache_read(self) -> int:
@@ -92,8 +111,11 @@ class Replay:
     # calls that are billed but are no request of the main context: sub-agents' calls, and
     # responses cut short (an aborted stream: its usage is not a real count, but it was billed)
     other_calls: list[Usage] = field(default_factory=list)
+    other_times: list[str | None] = field(default_factory=list)  # each other call's timestamp
     per_request: int = 0
+    server_tools: int = 0  # server-side tool calls in the context now
     segment: int = 0  # of the context now: recorded compactions and resets so far
+    facts: LogFacts = field(default_factory=LogFacts)  # the harness version and what else it shows
 
     @property
     def context_total(self) -> int:
@@ -151,7 +173,10 @@ class SessionCounter:
 
     def _apply(self, buf: list[Entry], message_counts: list[MessageCount]) -> None:
         counts = iter(message_counts)
+        facts = self.state.facts
         for e in buf:
+            if not facts.done:
+                facts.see(e)
             if self._held_summary is not None and not isinstance(e, (Message, ContextUpdate)):
                 self._release_summary()
             if isinstance(e, Message):
@@ -183,6 +208,7 @@ class SessionCounter:
                 s.side_requests += 1
             if msg.usage is not None and (msg.usage.prompt_tokens or msg.usage.output_tokens):
                 s.other_calls.append(msg.usage)
+                s.other_times.append(msg.timestamp)
             return
         if msg.role != "assistant":
             self._in_run = False
@@ -190,14 +216,18 @@ class SessionCounter:
             return
         if not self._in_run:
             self._open_request(msg.model)
+        s.server_tools += sum(1 for p in msg.parts if isinstance(p, OpaquePart) and p.type in SERVER_TOOLS)
         if msg.usage is not None and not msg.usage.final and msg.usage.prompt_tokens > 0:
             s.other_calls.append(msg.usage)
+            s.other_times.append(msg.timestamp)
         # a prompt of 0 tokens was never sent: an aborted response's, or the zeroed usage of a
         # message kept across a compaction (its count described the context before it)
         if msg.usage is not None and msg.usage.final and msg.usage.prompt_tokens > 0:
             req = s.requests[-1]
             req.real, req.real_source = msg.usage.prompt_tokens, "usage"
             req.usage = msg.usage
+            req.timestamp = msg.timestamp
+            req.server_tools_after = s.server_tools
             req.model = msg.usage.model or msg.model or req.model
             if msg.usage.context_window:
                 req.context_window = s.context_window = msg.usage.context_window
@@ -207,7 +237,9 @@ class SessionCounter:
 
     def _open_request(self, model: str | None, real: int | None = None, source: str | None = None) -> Request:
         s = self.state
+        last = s.context[-1] if s.context else None
         req = Request(
+            turn_start=last is not None and last.role == "user" and not last.by_category.get("tool_results"),
             index=len(s.requests),
             estimate=s.context_total,
             messages=len(s.context),
@@ -219,6 +251,8 @@ class SessionCounter:
             context_window=s.context_window,
             segment=self.state.segment,
             first_in_segment=not self._segment_has_real,
+            server_tools=s.server_tools,
+            server_tools_after=s.server_tools,
         )
         s.requests.append(req)
         self._in_run = True
@@ -293,6 +327,7 @@ class SessionCounter:
     def _clear(self) -> None:
         s = self.state
         s.context = []
+        s.server_tools = 0
         for cat in CATEGORIES:
             if cat not in ("system", "tools"):
                 s.by_category[cat] = 0

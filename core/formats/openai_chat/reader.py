@@ -11,6 +11,10 @@ Accepted lines, mixed freely:
   request does not extend the previous one);
 - a response ``chat.completion`` object (bare or as ``{response: {...}}``): its first choice
   becomes the assistant message carrying the usage;
+- a request log line as OpenRouter and many proxies write them: ``{model, messages,
+  completion, usage, total_cost}``, where ``completion`` is the ``chat.completion`` object (or
+  its text) and ``usage`` the call's (``prompt_tokens``, ``completion_tokens``, ``total_cost``):
+  the completion is the response, with its own usage or else the line's;
 - ``{usage: {...}}`` on its own line: the usage of the assistant message just before it;
 - ``{error: {message, ...}}``: an ``ApiError``.
 
@@ -90,7 +94,7 @@ def _line_score(d: Any) -> int:
         return -1
     if d.get("object") in ("chat.completion", "chat.completion.chunk"):
         return 95
-    resp = d.get("response")
+    resp = _response_of(d)
     base = 90 if isinstance(resp, dict) and isinstance(resp.get("choices"), list) else 0
     req = d["request"] if isinstance(d.get("request"), dict) else d
     messages = req.get("messages")
@@ -155,7 +159,7 @@ class Reader:
         if d.get("object") == "chat.completion.chunk":
             return out
         req = d["request"] if isinstance(d.get("request"), dict) else d
-        resp = d.get("response") if isinstance(d.get("response"), dict) else None
+        resp = _response_of(d)
         if "messages" in req:
             self._request(req, line, out)
         elif d.get("object") == "chat.completion" or "choices" in d:
@@ -163,7 +167,21 @@ class Reader:
         elif resp is None and not isinstance(d.get("error"), dict):
             raise LineError("missing required field 'role'", line.no)
         if resp is not None:
-            out.append(self._response(resp, line, "usage" if resp is d else "response.usage"))
+            where = (
+                "usage"
+                if resp is d
+                else "completion.usage"
+                if resp is d.get("completion")
+                else "response.usage"
+            )
+            if resp is not d and not isinstance(resp.get("usage"), dict) and isinstance(d.get("usage"), dict):
+                resp, where = {**resp, "usage": d["usage"]}, "usage"  # the log line's usage of the call
+            if "model" not in resp and isinstance(d.get("model"), str):
+                resp = {**resp, "model": d["model"]}
+            answer = self._response(resp, line, where)
+            if resp is not d and isinstance(d.get("timestamp"), str):  # a request log's time of the call
+                answer = replace(answer, timestamp=d["timestamp"])
+            out.append(answer)
             self._responded = "messages" in req
         err = d.get("error")
         if isinstance(err, dict):
@@ -271,6 +289,22 @@ class Reader:
         if len(choice) > 1:
             extra["choice"] = rest(choice, ("message", "delta"))
         return replace(msg, id=get_str(r, "id"), usage=usage, model=model, extra=extra)
+
+
+def _response_of(d: dict[str, Any]) -> dict[str, Any] | None:
+    """The response a line holds: ``response``, or a request log's ``completion`` (the
+    ``chat.completion`` object, or only its text)."""
+    resp = d.get("response")
+    if isinstance(resp, dict):
+        return resp
+    done = d.get("completion")
+    if isinstance(done, dict) and (
+        isinstance(done.get("choices"), list) or done.get("object") == "chat.completion"
+    ):
+        return done
+    if isinstance(done, str) and "messages" in d:
+        return {"choices": [{"message": {"role": "assistant", "content": done}}]}
+    return None
 
 
 def _role(m: Any) -> Any:

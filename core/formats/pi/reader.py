@@ -11,6 +11,17 @@ entry the id ``"#<index>"`` so ``CompactionMarker.first_kept_id`` still names a 
 Version 2+ entries carry ``id``/``parentId`` (a tree, for in-place branching); ids are kept
 as they are and ``parentId`` goes in ``extra``. Every entry is read as the main branch:
 which leaf is current is only known at the end of the file.
+
+A compaction keeps everything from its ``firstKeptEntryId`` on, and pi moves that cut back over
+the entries that are no message just before it (a model or thinking-level change, an
+extension's ``custom`` entry): such an id stands for the first message after it, or nothing
+would be kept.
+
+Derivatives of pi (oh-my-pi and its kin) write the same sessions with a few entries of their own:
+a ``title`` line before the header, ``model_change`` with one ``model`` field
+("provider/modelId") and a ``role`` (only the default role's model is the conversation's),
+``reset_boundary`` (``/clear``: the context starts over after it) and ``session_init`` (a
+sub-agent's system prompt, as sent).
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from ctxfold.formats.base import (
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
+    ContextReset,
     ContextUpdate,
     Entry,
     MediaPart,
@@ -69,6 +81,8 @@ _USAGE_FIELDS: Mapping[str, str] = {
 
 def sniff(objs: Sequence[Any]) -> int:
     first = objs[0] if objs else None
+    if isinstance(first, dict) and first.get("type") == "title" and len(objs) > 1:
+        first = objs[1]  # a derivative's fixed-width title slot before the header
     if not isinstance(first, dict):
         return 0
     if first.get("type") == "session" and isinstance(first.get("id"), str) and "cwd" in first:
@@ -82,6 +96,29 @@ def sniff(objs: Sequence[Any]) -> int:
             if role in _MESSAGE_ROLES and "api" in o["message"]:
                 return 70
     return 0
+
+
+def _model_of(d: Mapping[str, Any]) -> str | None:
+    """The conversation's model a ``model_change`` names: pi's ``modelId``, or a derivative's
+    ``model`` ("provider/modelId") when it is for the default role (a ``smol`` or retry-fallback
+    model does not change the conversation's)."""
+    model_id = get_str(d, "modelId")
+    if model_id is not None:
+        return model_id
+    model = d.get("model")
+    if not isinstance(model, str) or d.get("role", "default") != "default":
+        return None
+    provider, _, rest_of = model.partition("/")
+    return rest_of or provider
+
+
+def _system_of(d: Mapping[str, Any]) -> tuple[str, ...] | None:
+    blocks = d.get("systemPrompt")
+    if isinstance(blocks, str):
+        return (blocks,)
+    if isinstance(blocks, list) and all(isinstance(b, str) for b in blocks):
+        return tuple(blocks)
+    return None
 
 
 def bash_text(m: Mapping[str, Any]) -> str:
@@ -173,17 +210,36 @@ def _usage(m: Mapping[str, Any]) -> Usage | None:
 class Reader(ListReader):
     def __init__(self) -> None:
         self._index = -1  # pi's entry index: the header is 0
+        self._between: list[str] = []  # ids of the entries that are no message since the last message
+        self._message_at: dict[str, str] = {}  # such an id → the first message id after it
 
     def feed(self, line: Line) -> Iterable[Entry]:
         self._index += 1
         d = obj(line)
+        if d.get("type") == "title" and self._index == 0:
+            self._index = -1  # a derivative's title slot, before the header: not in pi's index
+            return []
+        out = self._entries(d, line)
+        first = next((e.id for e in out if isinstance(e, Message)), None)
+        if first is not None:
+            self._message_at.update(dict.fromkeys(self._between, first))
+            self._between.clear()
+        else:
+            self._between.append(self._id(d))
+        return out
+
+    def _entries(self, d: dict[str, Any], line: Line) -> list[Entry]:
         kind = need(d, "type", line, str)
         if kind == "message":
             return self._message(d, line)
         if kind == "session":
             return [self._session(d)]
         if kind == "model_change":
-            return [ContextUpdate(model=get_str(d, "modelId"), extra=self._meta(d))]
+            return [ContextUpdate(model=_model_of(d), extra=self._meta(d))]
+        if kind == "reset_boundary":
+            return [ContextReset("the conversation was cleared (/clear)")]
+        if kind == "session_init":
+            return [ContextUpdate(system=_system_of(d), extra=self._meta(d))]
         if kind == "thinking_level_change":
             return [ContextUpdate(extra=self._meta(d))]
         if kind == "compaction":
@@ -217,6 +273,8 @@ class Reader(ListReader):
         first = d.get("firstKeptEntryId")
         if not isinstance(first, str) and isinstance(d.get("firstKeptEntryIndex"), int):
             first = f"#{d['firstKeptEntryIndex']}"
+        if isinstance(first, str):
+            first = self._message_at.get(first, first)  # a cut moved back over entries that are no message
         tokens_after = d.get("tokensAfter")
         return CompactionMarker(
             source="pi",

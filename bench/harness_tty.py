@@ -1,0 +1,167 @@
+"""The harnesses on a pseudo-terminal, as users run them: Claude Code's interactive terminal UI
+(its logs name the entrypoint ``cli``, and it sends what ``claude -p`` does not), and Gemini CLI's
+with a second prompt typed in (it compresses its history only when a user turn starts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness_lab import DONE, Harness, Reply, ScriptedServer, Session
+
+
+def run_interactive(
+    h: Harness,
+    binary: Path,
+    script: list[Reply],
+    prompt: str = "Say hello.",
+    *,
+    env: dict[str, str] | None = None,
+    home: Path,
+    timeout: float = 90,
+) -> Session:
+    """Claude Code as a user runs it: the interactive terminal UI on a pseudo-terminal, the prompt
+    given on the command line, stopped once the answer is in its log. Onboarding, the folder's
+    trust dialog and the custom API key prompt are answered in ``~/.claude.json`` beforehand."""
+    project = home / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    state = {
+        "hasCompletedOnboarding": True,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
+        # the fields 1.x read from a project's entry without checking them
+        "projects": {
+            str(project): {
+                "hasTrustDialogAccepted": True,
+                "hasCompletedProjectOnboarding": True,
+                "allowedTools": [],
+                "mcpServers": {},
+                "enabledMcpjsonServers": [],
+                "disabledMcpjsonServers": [],
+                "ignorePatterns": [],
+                "projectOnboardingSeenCount": 1,
+            }
+        },
+    }
+    (home / ".claude.json").write_text(json.dumps(state))
+    with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=Reply("Done.")) as srv:
+        node_bin = str(Path(shutil.which("node") or "node").parent)
+        full_env = {
+            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(home),
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            **h.configure(home, srv.url),
+            **(env or {}),
+        }
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the harness on the terminal's other end
+            os.chdir(project)
+            os.execve(str(binary), [str(binary), prompt], full_env)
+        screen = b""
+        start = time.monotonic()
+        answered: float | None = None
+        try:
+            while time.monotonic() - start < timeout:
+                ready, _, _ = select.select([fd], [], [], 0.3)
+                if ready:
+                    try:
+                        screen += os.read(fd, 65536)[-200_000:]
+                    except OSError:
+                        break
+                main = [r for r in srv.requests if r.model_call and not r.side]
+                if main and answered is None:
+                    answered = time.monotonic()
+                if answered is not None and (time.monotonic() - answered > 3 or _logged_answer(h, home)):
+                    break
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        requests = list(srv.requests)
+    logs = sorted(p for p in home.glob(h.logs) if p.is_file())
+    return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")
+
+
+def _logged_answer(h: Harness, home: Path) -> bool:
+    """The harness has written the scripted answer to its log."""
+    for p in home.glob(h.logs):
+        try:
+            if '"type":"assistant"' in p.read_text(errors="replace"):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def run_two_prompts(
+    h: Harness,
+    binary: Path,
+    script: list[Reply],
+    prompts: tuple[str, str],
+    *,
+    after_calls: int,
+    env: dict[str, str] | None = None,
+    home: Path,
+    setup: Callable[[Path], None] | None = None,
+    timeout: float = 120,
+) -> Session:
+    """Gemini CLI in its terminal UI (``-i``): the first prompt, then, once ``after_calls`` model
+    calls are answered, a second prompt typed in. A harness that checks its count only when a
+    user turn starts (Gemini CLI compresses then) needs that second turn."""
+    project = home / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=DONE) as srv:
+        node_bin = str(Path(shutil.which("node") or "node").parent)
+        full_env = {
+            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(home),
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+            **h.configure(home, srv.url),
+        }
+        if setup is not None:
+            setup(home)
+        full_env.update(env or {})
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(project)
+            os.execve(str(binary), [str(binary), "-i", prompts[0]], full_env)
+        screen = b""
+        start = time.monotonic()
+        typed: float | None = None
+        try:
+            while time.monotonic() - start < timeout:
+                ready, _, _ = select.select([fd], [], [], 0.3)
+                if ready:
+                    try:
+                        screen += os.read(fd, 65536)[-200_000:]
+                    except OSError:
+                        break
+                answered = [r for r in srv.requests if r.model_call and not r.side]
+                if typed is None and len(answered) >= after_calls:
+                    time.sleep(3)  # let the answer render and the prompt come back
+                    os.write(fd, prompts[1].encode())
+                    time.sleep(0.5)
+                    os.write(fd, b"\r")
+                    typed = time.monotonic()
+                if typed is not None and time.monotonic() - typed > 15:
+                    break
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        requests = list(srv.requests)
+    logs = sorted(p for p in home.glob(h.logs) if p.is_file())
+    return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")
