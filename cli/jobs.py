@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ctxfold.cli.errors import DEBUG_VAR, internal_error
+from ctxfold.cli.errors import DEBUG_VAR, internal_error, with_hint
 from ctxfold.cli.inputs import Failed, read_each
 from ctxfold.errors import InputError
 from ctxfold.tokens.parallel import WORKERS_ENV, configured, cpus
@@ -88,7 +88,7 @@ def read_files(
         try:
             results.append(finish(value))
         except InputError as err:
-            failed.append({"path": path, "error": str(err)})
+            failed.append({"path": path, "error": with_hint(err)})  # as read_each says it
         except Exception as err:  # a bug met on one file must not cost the others
             failed.append({"path": path, "error": internal_error(err)})
     return results, failed
@@ -185,6 +185,6 @@ def _work(work: Callable[..., Any], path: str) -> tuple[str, Any]:
     try:
         return "ok", work(path)
     except InputError as err:
-        return "error", str(err)
+        return "error", with_hint(err)  # as read_each says it
     except Exception as err:
         return "error", internal_error(err)
