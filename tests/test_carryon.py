@@ -142,6 +142,17 @@ def test_standing_rules_are_kept_verbatim() -> None:
     ]
 
 
+def test_a_rule_wrapped_over_lines_is_quoted_whole() -> None:
+    said = [
+        "> Pick up FW-005. Use the API key or documented\n  > optional x402, do not invent secrets,\n"
+        "  > then update the docs.\n- Never push to main.\n- Run the tests."
+    ]
+    assert standing_rules(said) == [
+        "Use the API key or documented optional x402, do not invent secrets, then update the docs.",
+        "Never push to main.",
+    ]
+
+
 def test_a_rule_given_while_rejecting_a_tool_call_is_kept() -> None:
     rejected = (
         "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "

@@ -30,8 +30,25 @@ LONG_MESSAGE = 2_000  # past this, a message is a document: only its emphasised 
 PER_DOCUMENT = 5
 
 
+_QUOTE = re.compile(r"^\s*(?:>\s*)+")
+_NEW_ITEM = re.compile(r"^(?:[-*•#]|\d+[.)])\s")
+
+
+def _unwrapped(text: str) -> str:
+    """Lines joined where the user's text only wrapped (a quoted reply, a hard-wrapped paragraph):
+    a rule cut at a line end would be quoted from the middle of its sentence."""
+    out: list[str] = []
+    for line in (_QUOTE.sub("", raw).rstrip() for raw in text.splitlines()):
+        prev = out[-1] if out else ""
+        if prev and line and not _NEW_ITEM.match(line) and not re.search(r"[.!?:;。！？]$", prev):
+            out[-1] = f"{prev} {line.lstrip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def sentences(text: str) -> list[str]:
-    out = (re.sub(r"^(?:>\s*)+", "", s.strip()).strip(" -*•\t") for s in _SENTENCE.split(text) if s)
+    out = (s.strip().strip(" -*•\t") for s in _SENTENCE.split(_unwrapped(text)) if s)
     return [s for s in out if s]
 
 
