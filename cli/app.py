@@ -371,6 +371,19 @@ def version(json_out: JsonOpt = False) -> None:
         print(f"ctxfold {__version__}")
 
 
+@app.command(cls=HelpCommand)
+def statusline() -> None:
+    """Print one line for Claude Code's status bar from the JSON it sends on stdin.
+
+    The tokens in context, % of the window, and what is left before compaction, in colour when
+    near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
+    "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
+    """
+    from ctxfold.cli.statusline import main as run
+
+    raise SystemExit(run([]))
+
+
 app.command(cls=HelpCommand)(compact_cmds.compact)
 app.command(cls=HelpCommand)(compact_cmds.validate)
 app.command("config", cls=HelpCommand)(compact_cmds.show_config)

@@ -23,12 +23,14 @@ lines (Gemini CLI's saved chats), or stdin.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import pickle
+import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -42,11 +44,12 @@ from ctxfold.settings import setting
 from ctxfold.tokens.countstore import CountStore, Entry, unpickle
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
 from ctxfold.tokens.parallel import workers_for
-from ctxfold.tokens.session import SessionCounter
+from ctxfold.tokens.session import Replay, SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
 OFF_ENV = "CTXFOLD_NO_CACHE"  # set (to anything but 0): every file is read from its first line
 CHUNK = 1 << 20
+MAX_CHUNKS = 64  # then a kept state's chunks are pickled again as one
 TAIL = 1 << 16
 
 
@@ -153,14 +156,16 @@ def code_stamp() -> str:
 
 
 class _Raws:
-    """The raw lines of a file up to byte ``end``, hashed as they are read."""
+    """The raw lines of a file up to byte ``end``, hashed as they are read (or, without a
+    ``hasher``, kept to hash once the prefix's hash is known)."""
 
     def __init__(self, f: BinaryIO, end: int, hasher: Any, lines: int) -> None:
         self.f, self.end, self.hasher, self.lines = f, end, hasher, lines
         self.pos = f.tell()
+        self.kept: list[bytes] = []
 
     def __iter__(self) -> Iterator[bytes]:
-        f, update = self.f, self.hasher.update
+        f, update = self.f, self.hasher.update if self.hasher is not None else self.kept.append
         while self.pos < self.end:
             raw = f.readline()
             if not raw:
@@ -192,6 +197,7 @@ class _Run:
         # the first lines' data while fewer than detection reads were seen (None: settled, or
         # --format): a line read later must not change the format detection chooses
         self.head: list[Any] | None = None
+        self.frozen = _Frozen()
 
     def _entries(self, opened: Opened, it: Iterator[LogEntry]) -> Iterator[LogEntry]:
         for e in with_progress(opened, self.on_progress, it) if self.on_progress else it:
@@ -206,6 +212,7 @@ class _Run:
 
     def cold(self, cut: int) -> FileEstimate | None:
         self.saved, self.skipped, self.entries, self.resumed = None, [], 0, 0
+        self.frozen = _Frozen()
         self.head = None if self.fmt else []
         self.f.seek(0)
         raws = _Raws(self.f, cut, hashlib.sha256(), 0)
@@ -234,31 +241,50 @@ class _Run:
         offset, lines = head.get("offset"), head.get("lines")
         if not isinstance(offset, int) or not isinstance(lines, int) or not 0 < offset <= cut:
             return None  # the file shrank, or its complete lines end earlier: rewritten
-        hasher = _prefix_hash(self.f, offset)
-        if hasher.hexdigest() != head.get("prefix_sha256"):
-            return None  # rewritten: counted afresh
+        # the prefix is checked beside the work (hashing releases the GIL); nothing read on from
+        # it is used, or kept, before its hash matches
+        check = _PrefixCheck(self.path, offset)
         try:
             state = unpickle(found.payload)
             opened = Opened(self.path, state["format"], iter(()), [], list(state["warnings"]))
             opened.reader, opened.sniffed = state["reader"], state["sniffed"]
             opened.bytes_read, opened.lines_read, opened.current_line = state["position"]
             start = Start(**state["start"])
-            sc = SessionCounter.restore(start.counter(self.spec).counter, state["session"])
+            self.frozen = _Frozen(*state["frozen"])
+            session = state["session"]
+            session["state"] = self.frozen.restored(session["state"])
+            sc = SessionCounter.restore(start.counter(self.spec).counter, session)
             self.skipped = list(state["skipped"])
             self.head = state["head"]
         except Exception:  # whatever the bytes held, it is not a state this code made
+            check.result()
             notes.append(
                 "the count cache entry for this file could not be read back: ignored, counted afresh"
             )
             return None
         self.resumed = offset
-        raws = _Raws(self.f, cut, hasher, lines)
-        lines_in = self._capture(_lines(self.f, raws, no=lines))
-        more = continue_stream(opened, lines_in, skip_invalid=self.skip_invalid, finish=False)
-        sc.feed(self._entries(opened, more), workers=workers_for(cut - offset), finish=False)
-        if cut > offset:
-            self._keep(opened, sc, start, raws)
-        return self._finish(opened, sc, start, raws, False)
+        self.f.seek(offset)
+        raws = _Raws(self.f, cut, None, lines)
+        try:
+            lines_in = self._capture(_lines(self.f, raws, no=lines))
+            more = continue_stream(opened, lines_in, skip_invalid=self.skip_invalid, finish=False)
+            sc.feed(self._entries(opened, more), workers=workers_for(cut - offset), finish=False)
+            if cut > offset:
+                self._keep(opened, sc, start, raws)
+            est = self._finish(opened, sc, start, raws, False)
+        except Exception:
+            if check.result().hexdigest() == head.get("prefix_sha256"):
+                raise  # the file's own error, as a cold run meets it
+            est = None  # read on from a prefix that was rewritten
+        hasher = check.result()
+        if hasher.hexdigest() != head.get("prefix_sha256"):
+            self.saved, self.resumed = None, 0
+            return None  # rewritten: counted afresh
+        if self.saved is not None:
+            for raw in raws.kept:
+                hasher.update(raw)
+            self.saved[0]["prefix_sha256"] = hasher.hexdigest()
+        return est
 
     def _finish(
         self, opened: Opened, sc: SessionCounter, start: Start, raws: _Raws, document: bool
@@ -286,6 +312,11 @@ class _Run:
 
     def _keep(self, opened: Opened, sc: SessionCounter, start: Start, raws: _Raws) -> None:
         """Pickle the state now (the last complete line read, the reader not told the end)."""
+        try:
+            session = sc.snapshot()
+            session["state"] = self.frozen.pickled(sc.state)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            return  # a state that cannot be kept is only a cost, not an error
         state = {
             "format": opened.format,
             "reader": opened.reader,
@@ -295,14 +326,67 @@ class _Run:
             "skipped": [*self.skipped, *(str(e) for e in opened.skipped)],
             "head": self.head if self.head is None or len(self.head) < SNIFF_LINES else None,
             "start": asdict(start),
-            "session": sc.snapshot(),
+            "session": session,
+            "frozen": self.frozen.chunks(),
         }
         try:
             payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
             return  # a state that cannot be kept is only a cost, not an error
-        header = {"offset": raws.pos, "lines": raws.lines, "prefix_sha256": raws.hasher.hexdigest()}
+        digest = raws.hasher.hexdigest() if raws.hasher is not None else ""  # resume() sets it
+        header = {"offset": raws.pos, "lines": raws.lines, "prefix_sha256": digest}
         self.saved = (header, payload)
+
+
+class _Frozen:
+    """A kept replay's requests and context messages, pickled in chunks that the next kept state
+    reuses as they are: a request does not change once the next one exists, nor a message once
+    it is in the context (a compaction starts a new context, and its chunks afresh). So a run
+    pickles only what it read, not the whole session again."""
+
+    def __init__(
+        self,
+        requests: list[bytes] | None = None,
+        n_requests: int = 0,
+        context: list[bytes] | None = None,
+        n_context: int = 0,
+        segment: int = -1,
+    ) -> None:
+        self.requests, self.n_requests = requests or [], n_requests
+        self.context, self.n_context, self.segment = context or [], n_context, segment
+
+    def chunks(self) -> tuple[list[bytes], int, list[bytes], int, int]:
+        return self.requests, self.n_requests, self.context, self.n_context, self.segment
+
+    def pickled(self, replay: Replay) -> Replay:
+        """``replay`` without what the chunks hold, the chunks brought up to date."""
+        frozen = max(0, len(replay.requests) - 1)  # the last request may still get its count
+        if frozen < self.n_requests or len(self.requests) >= MAX_CHUNKS:
+            self.requests, self.n_requests = [], 0
+        if frozen > self.n_requests:
+            self.requests = [*self.requests, _dumps(replay.requests[self.n_requests : frozen])]
+            self.n_requests = frozen
+        ctx = replay.context
+        if replay.segment != self.segment or len(ctx) < self.n_context or len(self.context) >= MAX_CHUNKS:
+            self.context, self.n_context, self.segment = [], 0, replay.segment
+        if len(ctx) > self.n_context:
+            self.context = [*self.context, _dumps(ctx[self.n_context :])]
+            self.n_context = len(ctx)
+        return replace(replay, requests=replay.requests[frozen:], context=[])
+
+    def restored(self, replay: Replay) -> Replay:
+        """The whole replay again, from the rest of it and the chunks."""
+        requests = [r for chunk in self.requests for r in unpickle(chunk)]
+        context = [m for chunk in self.context for m in unpickle(chunk)]
+        if len(requests) != self.n_requests or len(context) != self.n_context:
+            raise ValueError("the chunks do not add up")
+        replay.requests = [*requests, *replay.requests]
+        replay.context = context
+        return replay
+
+
+def _dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _complete_end(f: BinaryIO, size: int) -> int:
@@ -319,15 +403,28 @@ def _complete_end(f: BinaryIO, size: int) -> int:
     return 0
 
 
-def _prefix_hash(f: BinaryIO, offset: int) -> Any:
-    """SHA-256 of the first ``offset`` bytes, left open to go on with the bytes after them."""
-    h = hashlib.sha256()
-    f.seek(0)
-    left = offset
-    while left > 0:
-        block = f.read(min(CHUNK, left))
-        if not block:
-            break
-        h.update(block)
-        left -= len(block)
-    return h
+class _PrefixCheck(threading.Thread):
+    """SHA-256 of a file's first ``offset`` bytes, read in a thread of its own (with its own
+    handle); ``result()`` waits for it."""
+
+    def __init__(self, path: str, offset: int) -> None:
+        super().__init__(daemon=True)
+        self.path, self.offset = path, offset
+        self.hasher = hashlib.sha256()
+        self.start()
+
+    def run(self) -> None:
+        left = self.offset
+        with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
+            while left > 0:
+                block = f.read(min(CHUNK, left))
+                if not block:
+                    break
+                self.hasher.update(block)
+                left -= len(block)
+        if left:
+            self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
+
+    def result(self) -> Any:
+        self.join()
+        return self.hasher

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
@@ -76,9 +77,18 @@ class Request:
     # ... and once its response is in: its real count covers the calls the response made itself
     server_tools_after: int = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the count cache pickles every request: rebuilt by the constructor from a tuple, faster
+        # than the slots default's per-object dict of fields
+        return (Request, _REQUEST_STATE(self))
+
     @property
     def cache_read(self) -> int:
         return self.usage.cache_read_tokens if self.usage is not None else 0
+
+
+_REQUEST_FIELDS = tuple(f.name for f in fields(Request))
+_REQUEST_STATE = attrgetter(*_REQUEST_FIELDS)
 
 
 @dataclass(slots=True)
@@ -166,7 +176,7 @@ class SessionCounter:
                 self._settle(inflight.popleft())
         finally:
             counting.close()
-        self._apply(buf, self.counter.count_messages(pending))
+        self._apply(buf, self.counter.count_messages(pending) if pending else [])
         if finish:
             self._release_summary()
         return self.state

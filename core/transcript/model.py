@@ -13,7 +13,8 @@ assistant messages, and the run ends at the message carrying the provider's usag
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -195,6 +196,19 @@ class Usage:
 
     def __post_init__(self) -> None:
         _check_counts(self, _USAGE_COUNTS)
+
+    # pickled as a tuple (the count cache keeps every request's usage): the slots default looks
+    # the fields up per object, and the constructor checks counts that were checked when read
+    def __getstate__(self) -> tuple[Any, ...]:
+        return _USAGE_STATE(self)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(_USAGE_FIELDS, state, strict=True):
+            object.__setattr__(self, name, value)
+
+
+_USAGE_FIELDS = tuple(f.name for f in fields(Usage))
+_USAGE_STATE = attrgetter(*_USAGE_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
