@@ -8,11 +8,11 @@ For the Claude Code and Codex shapes (a file generated from the real sessions, `
 each time in a fresh child of the measured interpreter, its tokenizer loaded before the clock
 starts, the best of ``--rounds``:
 
-* ``cold s``: ``estimate_file(path)``, the file read from its first line (the anchor);
 * ``keep s``: the first run with the cache on an empty cache folder (it reads cold and keeps
   the state), on the file less its last 2 %;
-* ``grown s``: the next run, once the last 2 % of lines are appended (the issue's target:
-  grown ÷ cold ≤ 0.10);
+* ``cold s``: once the last 2 % of lines are appended, the file read from its first line
+  (``cache=False``: the anchor);
+* ``grown s``: the run with the cache on the grown file (the issue's target: grown ÷ cold ≤ 0.10);
 * ``same s``: a run again, the file unchanged.
 
 Then ``ctxfold statusline`` on a 20 MB Claude Code session (the whole command, as Claude Code
@@ -100,12 +100,13 @@ def shape(fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: P
         cache = work / f"cache-{fmt}-{i}"
         shutil.rmtree(cache, ignore_errors=True)
         env = child_env(cache)
-        live.write_bytes(data)
-        times["cold"].append(child(python, env, live, False))
         live.write_bytes(data[:cut])
+        os.sync()  # no write-back of the copy under the clock
         times["keep"].append(child(python, env, live, True))
         with live.open("ab") as f:
             f.write(data[cut:])
+        os.sync()
+        times["cold"].append(child(python, env, live, False))
         times["grown"].append(child(python, env, live, True))
         times["same"].append(child(python, env, live, True))
         shutil.rmtree(cache, ignore_errors=True)
