@@ -381,7 +381,7 @@ def statusline() -> None:
     """
     from ctxfold.cli.statusline import main as run
 
-    raise SystemExit(run([]))
+    raise SystemExit(run())
 
 
 app.command(cls=HelpCommand)(compact_cmds.compact)

@@ -8,10 +8,10 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["statusline"]:
+    if sys.argv[1:] == ["statusline"]:  # with anything else (-h), Typer answers
         from ctxfold.cli.statusline import main as statusline
 
-        raise SystemExit(statusline(sys.argv[2:]))
+        raise SystemExit(statusline())
     from ctxfold.cli.app import main as app
 
     app()

@@ -30,12 +30,7 @@ NEAR = 0.10  # of the window: yellow when this close to the threshold
 USAGE = "ctxfold statusline reads the JSON Claude Code sends a statusLine command on stdin"
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in ("-h", "--help"):
-        print(f"usage: ctxfold statusline < STATUS.json\n\n{USAGE} and prints one line: the tokens in "
-              "context, % of the window, and what is left before compaction.")  # fmt: skip
-        return 0
+def main() -> int:
     if sys.stdin is None or sys.stdin.isatty():
         print(f'{USAGE} (see docs/commands.md, "statusline")', file=sys.stderr)
         return 2
