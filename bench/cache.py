@@ -144,6 +144,11 @@ def _wall(cmd: list[str], env: dict[str, str], stdin: str = "") -> float:
     return time.perf_counter() - t
 
 
+def _has_statusline(cmd: list[str], env: dict[str, str]) -> bool:
+    done = subprocess.run([*cmd, "-h"], capture_output=True, text=True, env=env, check=False)
+    return done.returncode == 0
+
+
 def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) -> dict[str, Any]:
     path, _ = generate("claude-code", generator_sources("claude-code"), size_mb, seed=seed)
     data = path.read_bytes()
@@ -155,6 +160,8 @@ def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) ->
     beside = Path(python).parent / "ctxfold"
     cmd = [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
     cmd = [*cmd, "statusline"]
+    if not _has_statusline(cmd, env):
+        return {"mb": len(data) / MB, "line": None}
     payload = _payload(live)
     first = _wall(cmd, env, payload)  # reads the session cold and keeps it
     lines = data.splitlines(keepends=True)
@@ -217,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['same_s']:>7.3f} {r['grown/cold']:>10.3f} {r['same/cold']:>9.3f} {r['keep/cold']:>9.3f}"
         )
     s = out["statusline"]
+    if s["line"] is None:
+        print("\nno statusline command in this install")
+        return 0
     print(
         f"\nstatusline on a {s['mb']:.0f} MB Claude Code session (median of {runs}): unchanged "
         f"{s['same_s']:.3f} s, one line appended {s['grown_s']:.3f} s, first run {s['first_s']:.3f} s; "
