@@ -197,6 +197,7 @@ class _Run:
         # the first lines' data while fewer than detection reads were seen (None: settled, or
         # --format): a line read later must not change the format detection chooses
         self.head: list[Any] | None = None
+        self.detected = 0  # how many of those lines the format was detected from
         self.frozen = _Frozen()
 
     def _entries(self, opened: Opened, it: Iterator[LogEntry]) -> Iterator[LogEntry]:
@@ -226,6 +227,7 @@ class _Run:
             )
         except EmptyInputError:
             return None
+        self.detected = opened.sniffed
         stream, start = begin(self._entries(opened, opened.entries), opened.format, self.spec)
         if not start.decided:  # a short log that names no model yet: the next lines may
             return None
@@ -256,6 +258,7 @@ class _Run:
             sc = SessionCounter.restore(start.counter(self.spec).counter, session)
             self.skipped = list(state["skipped"])
             self.head = state["head"]
+            self.detected = len(self.head) if self.head is not None else 0
         except Exception:  # whatever the bytes held, it is not a state this code made
             check.result()
             notes.append(
@@ -293,7 +296,8 @@ class _Run:
         if not document:
             self.f.seek(raws.pos)
             tail = list(self._capture(_lines(io.BytesIO(self.f.read()), no=raws.lines)))
-            if self.head is not None and detect(self.head)[0] != opened.format:
+            grown = self.head is not None and len(self.head) > self.detected
+            if grown and detect(self.head)[0] != opened.format:
                 self.saved = None
                 return None  # detection over the lines read since chooses another format: read cold
         more = continue_stream(opened, iter(tail), skip_invalid=self.skip_invalid)

@@ -205,7 +205,9 @@ class Usage:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         # one line per field through the slots' own setters, not a loop over __setattr__: three
         # times as fast over a session's thousands of usages
-        (prompt, output, cache_read, cache_write, cache_write_1h, reasoning, final, model, window, fields) = state
+        (prompt, output, cache_read, cache_write, cache_write_1h, reasoning, final, model, window, fields) = (
+            state
+        )
         s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 = _USAGE_SETTERS
         s0(self, prompt)
         s1(self, output)
