@@ -9,6 +9,9 @@ ctxfold is replaced without one. The state is unpickled only after those checks,
 ctxfold's own classes and plain containers may be rebuilt from it (no function is ever called).
 Writes are atomic (a temp file renamed over the entry; no fsync: a torn entry fails its checksum),
 and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first.
+
+Also here: the chunks a kept replay is pickled in (``Chunks``), and the check of the bytes an
+entry was made from (``PrefixCheck``, in a thread).
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ import json
 import os
 import pickle
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ctxfold.paths import cache_dir
+from ctxfold.tokens.session import Replay
 
 MAGIC = b"ctxfold count cache\n"
+CHUNK = 1 << 20  # bytes read at a time to hash a prefix
+TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
+MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again as one
 VERSION = 1
 MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
 SUFFIX = ".bin"
@@ -167,3 +175,95 @@ class CountStore:
 
 def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, default=str).encode()
+
+
+class Chunks:
+    """A kept replay's requests and context messages, pickled in chunks that the next kept state
+    reuses as they are: a request does not change once the next one exists, nor a message once
+    it is in the context (a compaction starts a new context, and its chunks afresh). So a run
+    pickles only what it read, not the whole session again."""
+
+    def __init__(
+        self,
+        requests: list[bytes] | None = None,
+        n_requests: int = 0,
+        context: list[bytes] | None = None,
+        n_context: int = 0,
+        segment: int = -1,
+    ) -> None:
+        self.requests, self.n_requests = requests or [], n_requests
+        self.context, self.n_context, self.segment = context or [], n_context, segment
+
+    def chunks(self) -> tuple[list[bytes], int, list[bytes], int, int]:
+        return self.requests, self.n_requests, self.context, self.n_context, self.segment
+
+    def pickled(self, replay: Replay) -> Replay:
+        """``replay`` without what the chunks hold, the chunks brought up to date."""
+        frozen = max(0, len(replay.requests) - 1)  # the last request may still get its count
+        if frozen < self.n_requests or len(self.requests) >= MAX_CHUNKS:
+            self.requests, self.n_requests = [], 0
+        if frozen > self.n_requests:
+            self.requests = [*self.requests, dumps(replay.requests[self.n_requests : frozen])]
+            self.n_requests = frozen
+        ctx = replay.context
+        if replay.segment != self.segment or len(ctx) < self.n_context or len(self.context) >= MAX_CHUNKS:
+            self.context, self.n_context, self.segment = [], 0, replay.segment
+        if len(ctx) > self.n_context:
+            self.context = [*self.context, dumps(ctx[self.n_context :])]
+            self.n_context = len(ctx)
+        return replace(replay, requests=replay.requests[frozen:], context=[])
+
+    def restored(self, replay: Replay) -> Replay:
+        """The whole replay again, from the rest of it and the chunks."""
+        requests = [r for chunk in self.requests for r in unpickle(chunk)]
+        context = [m for chunk in self.context for m in unpickle(chunk)]
+        if len(requests) != self.n_requests or len(context) != self.n_context:
+            raise ValueError("the chunks do not add up")
+        replay.requests = [*requests, *replay.requests]
+        replay.context = context
+        return replay
+
+
+def dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def complete_end(f: BinaryIO, size: int) -> int:
+    """The byte offset just after the last newline in the file's first ``size`` bytes."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - TAIL)
+        f.seek(start)
+        block = f.read(pos - start)
+        nl = block.rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        pos = start
+    return 0
+
+
+class PrefixCheck(threading.Thread):
+    """SHA-256 of a file's first ``offset`` bytes, read in a thread of its own (with its own
+    handle); ``result()`` waits for it."""
+
+    def __init__(self, path: str, offset: int) -> None:
+        super().__init__(daemon=True)
+        self.path, self.offset = path, offset
+        self.hasher = hashlib.sha256()
+        self.start()
+
+    def run(self) -> None:
+        left = self.offset
+        with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
+            while left > 0:
+                block = f.read(min(CHUNK, left))
+                if not block:
+                    break
+                self.hasher.update(block)
+                left -= len(block)
+        if left:
+            self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
+
+    def result(self) -> Any:
+        self.join()
+        return self.hasher

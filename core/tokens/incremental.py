@@ -23,14 +23,12 @@ lines (Gemini CLI's saved chats), or stdin.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
 import pickle
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -41,16 +39,13 @@ from ctxfold.formats.jsonl import _lines, open_binary
 from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines
 from ctxfold.formats.registry import detect
 from ctxfold.settings import setting
-from ctxfold.tokens.countstore import CountStore, Entry, unpickle
+from ctxfold.tokens.countstore import Chunks, CountStore, Entry, PrefixCheck, complete_end, unpickle
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
 from ctxfold.tokens.parallel import workers_for
-from ctxfold.tokens.session import Replay, SessionCounter
+from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
 OFF_ENV = "CTXFOLD_NO_CACHE"  # set (to anything but 0): every file is read from its first line
-CHUNK = 1 << 20
-MAX_CHUNKS = 64  # then a kept state's chunks are pickled again as one
-TAIL = 1 << 16
 
 
 def cache_enabled(path: str) -> bool:
@@ -102,7 +97,7 @@ def estimate_incremental(
     run = _Run(path, spec, fmt, skip_invalid, on_progress)
     with open_binary(path) as f:
         run.f = f
-        cut = _complete_end(f, os.fstat(f.fileno()).st_size)
+        cut = complete_end(f, os.fstat(f.fileno()).st_size)
         found = store.load(key, notes) if cut else None
         est = run.resume(found, cut, notes) if found is not None else None
         if est is None and cut:
@@ -198,7 +193,7 @@ class _Run:
         # --format): a line read later must not change the format detection chooses
         self.head: list[Any] | None = None
         self.detected = 0  # how many of those lines the format was detected from
-        self.frozen = _Frozen()
+        self.frozen = Chunks()
 
     def _entries(self, opened: Opened, it: Iterator[LogEntry]) -> Iterator[LogEntry]:
         for e in with_progress(opened, self.on_progress, it) if self.on_progress else it:
@@ -213,7 +208,7 @@ class _Run:
 
     def cold(self, cut: int) -> FileEstimate | None:
         self.saved, self.skipped, self.entries, self.resumed = None, [], 0, 0
-        self.frozen = _Frozen()
+        self.frozen = Chunks()
         self.head = None if self.fmt else []
         self.f.seek(0)
         raws = _Raws(self.f, cut, hashlib.sha256(), 0)
@@ -245,14 +240,14 @@ class _Run:
             return None  # the file shrank, or its complete lines end earlier: rewritten
         # the prefix is checked beside the work (hashing releases the GIL); nothing read on from
         # it is used, or kept, before its hash matches
-        check = _PrefixCheck(self.path, offset)
+        check = PrefixCheck(self.path, offset)
         try:
             state = unpickle(found.payload)
             opened = Opened(self.path, state["format"], iter(()), [], list(state["warnings"]))
             opened.reader, opened.sniffed = state["reader"], state["sniffed"]
             opened.bytes_read, opened.lines_read, opened.current_line = state["position"]
             start = Start(**state["start"])
-            self.frozen = _Frozen(*state["frozen"])
+            self.frozen = Chunks(*state["frozen"])
             session = state["session"]
             session["state"] = self.frozen.restored(session["state"])
             sc = SessionCounter.restore(start.counter(self.spec).counter, session)
@@ -340,95 +335,3 @@ class _Run:
         digest = raws.hasher.hexdigest() if raws.hasher is not None else ""  # resume() sets it
         header = {"offset": raws.pos, "lines": raws.lines, "prefix_sha256": digest}
         self.saved = (header, payload)
-
-
-class _Frozen:
-    """A kept replay's requests and context messages, pickled in chunks that the next kept state
-    reuses as they are: a request does not change once the next one exists, nor a message once
-    it is in the context (a compaction starts a new context, and its chunks afresh). So a run
-    pickles only what it read, not the whole session again."""
-
-    def __init__(
-        self,
-        requests: list[bytes] | None = None,
-        n_requests: int = 0,
-        context: list[bytes] | None = None,
-        n_context: int = 0,
-        segment: int = -1,
-    ) -> None:
-        self.requests, self.n_requests = requests or [], n_requests
-        self.context, self.n_context, self.segment = context or [], n_context, segment
-
-    def chunks(self) -> tuple[list[bytes], int, list[bytes], int, int]:
-        return self.requests, self.n_requests, self.context, self.n_context, self.segment
-
-    def pickled(self, replay: Replay) -> Replay:
-        """``replay`` without what the chunks hold, the chunks brought up to date."""
-        frozen = max(0, len(replay.requests) - 1)  # the last request may still get its count
-        if frozen < self.n_requests or len(self.requests) >= MAX_CHUNKS:
-            self.requests, self.n_requests = [], 0
-        if frozen > self.n_requests:
-            self.requests = [*self.requests, _dumps(replay.requests[self.n_requests : frozen])]
-            self.n_requests = frozen
-        ctx = replay.context
-        if replay.segment != self.segment or len(ctx) < self.n_context or len(self.context) >= MAX_CHUNKS:
-            self.context, self.n_context, self.segment = [], 0, replay.segment
-        if len(ctx) > self.n_context:
-            self.context = [*self.context, _dumps(ctx[self.n_context :])]
-            self.n_context = len(ctx)
-        return replace(replay, requests=replay.requests[frozen:], context=[])
-
-    def restored(self, replay: Replay) -> Replay:
-        """The whole replay again, from the rest of it and the chunks."""
-        requests = [r for chunk in self.requests for r in unpickle(chunk)]
-        context = [m for chunk in self.context for m in unpickle(chunk)]
-        if len(requests) != self.n_requests or len(context) != self.n_context:
-            raise ValueError("the chunks do not add up")
-        replay.requests = [*requests, *replay.requests]
-        replay.context = context
-        return replay
-
-
-def _dumps(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _complete_end(f: BinaryIO, size: int) -> int:
-    """The byte offset just after the last newline in the file's first ``size`` bytes."""
-    pos = size
-    while pos > 0:
-        start = max(0, pos - TAIL)
-        f.seek(start)
-        block = f.read(pos - start)
-        nl = block.rfind(b"\n")
-        if nl >= 0:
-            return start + nl + 1
-        pos = start
-    return 0
-
-
-class _PrefixCheck(threading.Thread):
-    """SHA-256 of a file's first ``offset`` bytes, read in a thread of its own (with its own
-    handle); ``result()`` waits for it."""
-
-    def __init__(self, path: str, offset: int) -> None:
-        super().__init__(daemon=True)
-        self.path, self.offset = path, offset
-        self.hasher = hashlib.sha256()
-        self.start()
-
-    def run(self) -> None:
-        left = self.offset
-        with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
-            while left > 0:
-                block = f.read(min(CHUNK, left))
-                if not block:
-                    break
-                self.hasher.update(block)
-                left -= len(block)
-        if left:
-            self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
-
-    def result(self) -> Any:
-        self.join()
-        return self.hasher
