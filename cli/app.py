@@ -22,6 +22,7 @@ from ctxfold.cli.options import (
     JsonOpt,
     MaxTokensOpt,
     ModelOpt,
+    NoCacheOpt,
     NoProfileOpt,
     SkipOpt,
     TokenizerOpt,
@@ -78,6 +79,7 @@ def estimate(
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
     no_profile: NoProfileOpt = False,
+    no_cache: NoCacheOpt = False,
     jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -96,20 +98,22 @@ def estimate(
     from ctxfold.engine.now import Estimate, estimate_doc, estimate_from
     from ctxfold.engine.profile import Profiles
     from ctxfold.settings import setting
-    from ctxfold.tokens.estimate import FileEstimate, estimate_file
+    from ctxfold.tokens.estimate import FileEstimate
+    from ctxfold.tokens.incremental import count_file
 
     config = load_config()
     profiles = None if no_profile else Profiles()
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
     # the costly half, a pure function of the file and the settings (it may run in a worker)
     work = partial(
-        estimate_file,
+        count_file,
         model=model,
         tokenizer=tokenizer,
         window=window,
         fmt=fmt,
         skip_invalid=skip_invalid,
         config=config,
+        cache=not no_cache,
     )
 
     def finish(est: FileEstimate) -> Estimate:  # here, in file order: the profile evolves as in one process
@@ -185,6 +189,7 @@ def report(
         ),
     ] = None,
     by: ByOpt = None,
+    no_cache: NoCacheOpt = False,
     jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -212,7 +217,8 @@ def report(
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
     from ctxfold.settings import effective, setting
-    from ctxfold.tokens.estimate import FileEstimate, estimate_file
+    from ctxfold.tokens.estimate import FileEstimate
+    from ctxfold.tokens.incremental import count_file
 
     if fail_on not in (None, "compact", "overflow"):
         hint = did_you_mean(fail_on or "", ["compact", "overflow"])
@@ -235,13 +241,14 @@ def report(
     counted_with = report_tokenizer(calibration, tokenizer, config)
     # the costly half, a pure function of the file and the settings (it may run in a worker)
     work = partial(
-        estimate_file,
+        count_file,
         model=model,
         tokenizer=counted_with,
         window=window,
         fmt=fmt,
         skip_invalid=skip_invalid,
         config=config,
+        cache=not no_cache,
     )
 
     def finish(est: FileEstimate) -> Report:  # here, in file order: the profile evolves as in one process
@@ -362,6 +369,19 @@ def version(json_out: JsonOpt = False) -> None:
         render.emit_json({"command": "version", "version": __version__})
     else:
         print(f"ctxfold {__version__}")
+
+
+@app.command(cls=HelpCommand)
+def statusline() -> None:
+    """Print one line for Claude Code's status bar from the JSON it sends on stdin.
+
+    The tokens in context, % of the window, and what is left before compaction, in colour when
+    near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
+    "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
+    """
+    from ctxfold.cli.statusline import main as run
+
+    raise SystemExit(run())
 
 
 app.command(cls=HelpCommand)(compact_cmds.compact)

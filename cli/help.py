@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # typer's own copy of click, for the types of what it hands u
     from typer._click import Command, Context, HelpFormatter, Parameter
 
 # the order a user meets the commands in: look, replay, act, check, then the housekeeping
-ORDER = ("estimate", "report", "compact", "validate", "config", "profile", "version")
+ORDER = ("estimate", "report", "compact", "validate", "statusline", "config", "profile", "version")
 
 EXAMPLES: dict[str, Sequence[str]] = {
     "ctxfold": (
@@ -40,6 +40,7 @@ EXAMPLES: dict[str, Sequence[str]] = {
     "show": ("ctxfold profile show", "ctxfold profile show --json"),
     "reset": ("ctxfold profile reset",),
     "version": ("ctxfold version", "ctxfold --version"),
+    "statusline": ("ctxfold statusline < status.json",),
 }
 
 

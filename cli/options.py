@@ -103,6 +103,14 @@ NoProfileOpt = Annotated[
     bool,
     typer.Option("--no-profile", help="Ignore (and do not update) what was learned from other sessions."),
 ]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Read every file from its first line (default: a file read before is read on from where "
+        "it ended; CTXFOLD_NO_CACHE=1 does the same).",
+    ),
+]
 JobsOpt = Annotated[
     int | None,
     typer.Option(

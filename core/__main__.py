@@ -1,5 +1,5 @@
 """``python -m ctxfold`` runs the command line."""
 
-from ctxfold.cli.app import main
+from ctxfold.cli.main import main
 
 main()

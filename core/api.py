@@ -49,12 +49,15 @@ def estimate(
     skip_invalid: bool = False,
     config: Config | None = None,
     profiles: Profiles | None = None,
+    cache: bool = False,
 ) -> Estimate:
     """Count the request the model would see next and predict its real size.
 
     The prediction is calibrated with the log's own real counts (the provider's usage), or,
     before any, with ``profiles`` (what earlier sessions taught; none by default). ``config``
-    (``load_config()``) applies ``ctxfold.toml``; without it no file is read.
+    (``load_config()``) applies ``ctxfold.toml``; without it no file is read. ``cache=True``
+    keeps the counts in the user cache folder, so that the next call on the grown file reads
+    only what was appended (the same result; what the ``estimate`` command does).
 
     >>> est = ctxfold.estimate("fixtures/real/claude-code-sidechains.jsonl")
     >>> est.counts.model.window, est.counts.context_tokens, est.predicted.tokens
@@ -71,6 +74,7 @@ def estimate(
         fmt=format,
         skip_invalid=skip_invalid,
         config=config,
+        cache=cache,
     )
 
 
@@ -89,11 +93,13 @@ def report(
     config: Config | None = None,
     profiles: Profiles | None = None,
     trigger: str | None = None,
+    cache: bool = False,
 ) -> Report:
     """Replay a session request by request: what ctxfold predicted, what the provider counted,
     and where compaction would have fired (``simulate=True`` carries on as if it had);
     ``trigger="claude-code"`` (or ``codex``, ``pi``, ``gemini-cli``, with ``:SETTING=VALUE``)
-    also shows where that harness's own rule would have compacted (``Report.trigger``).
+    also shows where that harness's own rule would have compacted (``Report.trigger``);
+    ``cache=True`` as for :func:`estimate`.
 
     >>> r = ctxfold.report("fixtures/real/claude-code-sidechains.jsonl", window=24_000)
     >>> r.policy.threshold, len(r.rows), r.first_fire.index
@@ -115,6 +121,7 @@ def report(
         profiles=profiles,
         config=config,
         trigger=trigger,
+        cache=cache,
     )
 
 

@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from ctxfold.cli import jobs
 from ctxfold.cli.app import app
-from ctxfold.tokens import estimate as estimate_module
+from ctxfold.tokens import incremental
 from ctxfold.tokens.estimate import estimate_file, estimate_to_dict
 from ctxfold.tokens.tokenizers import ENGINE_VAR
 
 runner = CliRunner()
-_original_estimate_file = estimate_module.estimate_file
+_original_count_file = incremental.count_file
 
 
 def _sessions(folder: Path) -> Path:
@@ -77,7 +77,7 @@ def _failing_estimate_file(path: str, **kwargs: Any) -> Any:
         raise ZeroDivisionError("a bug met on this file")
     if "die" in name and os.getpid() != _PARENT:
         os._exit(9)
-    return _original_estimate_file(path, **kwargs)
+    return _original_count_file(path, **kwargs)
 
 
 _PARENT = os.getpid()
@@ -89,7 +89,7 @@ def test_a_bug_or_a_dead_worker_costs_only_its_file(tmp_path: Path, monkeypatch:
     good = FIXTURES / "ctxfold" / "coding-session.jsonl"
     for name in ("a.jsonl", "b-bug.jsonl", "c.jsonl", "d-die.jsonl", "e.jsonl"):
         shutil.copyfile(good, folder / name)
-    monkeypatch.setattr(estimate_module, "estimate_file", _failing_estimate_file)
+    monkeypatch.setattr(incremental, "count_file", _failing_estimate_file)
     code, doc, _ = _run(["estimate", str(folder), "--jobs", "2"], tmp_path / "cache", monkeypatch)
     assert code == 1
     assert [Path(f["path"]).name for f in doc["files"]] == ["a.jsonl", "c.jsonl", "e.jsonl"]
@@ -104,7 +104,7 @@ def test_nothing_is_learned_from_a_file_that_failed(tmp_path: Path, monkeypatch:
     folder.mkdir()
     shutil.copyfile(src[0], folder / "x-bug.jsonl")
     shutil.copyfile(FIXTURES / "ctxfold" / "coding-session.jsonl", folder / "y.jsonl")
-    monkeypatch.setattr(estimate_module, "estimate_file", _failing_estimate_file)
+    monkeypatch.setattr(incremental, "count_file", _failing_estimate_file)
     _, _, with_bug = _run(["estimate", str(folder), "--jobs", "2"], tmp_path / "c1", monkeypatch)
     (folder / "x-bug.jsonl").unlink()
     _, _, without = _run(["estimate", str(folder), "--jobs", "1"], tmp_path / "c2", monkeypatch)

@@ -198,3 +198,32 @@ def test_tool_definitions_are_counted_as_serialized() -> None:
     assert openai > 20
     assert anthropic > openai + 300  # Anthropic's tool-use system prompt
     assert Counter(tok, "openai").count_tools([]) == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_png_and_jpeg_headers_read_without_pillow_match_pillow(seed: int) -> None:
+    """The header fast path gives Pillow's size on every image it reads, and leaves the rest
+    (a damaged header, a truncated file) to Pillow."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(40):
+        w, h = rng.randint(1, 2500), rng.randint(1, 2500)
+        fmt = rng.choice(["PNG", "JPEG"])
+        mode = rng.choice(["RGB", "L"] if fmt == "JPEG" else ["RGB", "RGBA", "L", "P", "1", "LA", "I;16"])
+        options = (
+            rng.choice([{}, {"progressive": True}, {"exif": Image.Exif().tobytes()}]) if fmt == "JPEG" else {}
+        )
+        buf = io.BytesIO()
+        Image.new(mode, (w, h)).save(buf, fmt, **options)
+        data = base64.b64encode(buf.getvalue()).decode()
+        assert (media._png_size(data) or media._jpeg_size(data)) == (w, h), (fmt, mode, options)
+        raw = bytearray(buf.getvalue())
+        raw[20 if fmt == "PNG" else 3] ^= 0xFF  # a damaged header: what Pillow makes of it, as before
+        damaged = MediaPart(f"image/{fmt.lower()}", data=base64.b64encode(bytes(raw)).decode())
+        try:
+            with Image.open(io.BytesIO(bytes(raw))) as img:
+                expected: tuple[int, int] | None = (img.width, img.height)
+        except Exception:
+            expected = None
+        assert media.dimensions(damaged) == expected, (fmt, mode, options)

@@ -21,8 +21,9 @@ from ctxfold.engine.profile import (
     source_of,
 )
 from ctxfold.formats.loader import Opened
-from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
+from ctxfold.tokens.estimate import FileEstimate, estimate_to_dict
 from ctxfold.tokens.harness_prompts import HarnessPrompt
+from ctxfold.tokens.incremental import count_file
 
 
 class Estimate(NamedTuple):
@@ -111,10 +112,12 @@ def estimate_session(
     skip_invalid: bool = False,
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
+    cache: bool = False,
 ) -> Estimate:
     """``estimate``: a file's count, the next request's predicted size, and what it teaches
-    ``profiles`` (when given; the caller saves them). ``report_file`` is its replaying twin."""
-    est = estimate_file(
+    ``profiles`` (when given; the caller saves them). ``report_file`` is its replaying twin.
+    ``cache``: read on from where an earlier run ended (``tokens/incremental.py``)."""
+    est = count_file(
         path,
         model=model,
         tokenizer=tokenizer,
@@ -123,6 +126,7 @@ def estimate_session(
         skip_invalid=skip_invalid,
         config=config,
         on_progress=on_progress,
+        cache=cache,
     )
     return estimate_from(est, profiles)
 

@@ -29,7 +29,8 @@ from ctxfold.engine.triggers import Trigger, TriggerReplay, parse_trigger, repla
 from ctxfold.formats.loader import Opened
 from ctxfold.prices import PriceList
 from ctxfold.settings import setting
-from ctxfold.tokens.estimate import FileEstimate, estimate_file
+from ctxfold.tokens.estimate import FileEstimate
+from ctxfold.tokens.incremental import count_file
 
 SUMMARIZER_SHARE = 0.80  # the seeds' cap on the summarizing call's input, of the window
 
@@ -254,13 +255,16 @@ def report_file(
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
     trigger: str | None = None,
+    cache: bool = False,
 ) -> Report:
     """Estimate a file, replay it through the engine, and teach ``profiles`` (when given; the
     caller saves them) what it showed. ``trigger`` (``NAME[:SETTING=VALUE]``, see
-    :mod:`ctxfold.engine.triggers`) replays it under that harness's own compaction rule too."""
+    :mod:`ctxfold.engine.triggers`) replays it under that harness's own compaction rule too.
+    ``cache``: read on from where an earlier run ended (``tokens/incremental.py``)."""
     rule = parse_trigger(trigger) if trigger else None  # a typo fails before the file is read
-    est = estimate_file(
+    est = count_file(
         path,
+        cache=cache,
         model=model,
         tokenizer=report_tokenizer(calibration, tokenizer, config),
         window=window,

@@ -39,6 +39,8 @@ class Opened:
     bytes_read: int = 0
     lines_read: int = 0
     current_line: int = 0  # the line being read when the entry just yielded was produced
+    reader: Reader | None = None  # the format's reader (its state is what resuming needs)
+    sniffed: int = 0  # lines detection looked at (SNIFF_LINES when the file had enough)
 
 
 def open_transcript(
@@ -57,6 +59,21 @@ def open_transcript(
     else:
         path = str(getattr(source, "name", "<stream>"))
         lines = iter_lines(path, source)
+    return open_lines(path, lines, fmt=fmt, skip_invalid=skip_invalid)
+
+
+def open_lines(
+    path: str,
+    lines: Iterator[Line | LineError],
+    *,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    finish: bool = True,
+) -> Opened:
+    """``open_transcript`` over lines already being read (``iter_lines``). With ``finish=False``
+    the entries stop after the last line, the reader not told the input ended (nor the check of
+    a forced format that found no entry made): the count cache snapshots the reader there and
+    goes on with :func:`continue_stream`."""
     head: list[Line] = []
     skipped: list[LineError] = []
     warnings: list[str] = []
@@ -86,9 +103,9 @@ def open_transcript(
                 path,
             )
     reader: Reader = registry.get(fmt).Reader()
-    opened = Opened(path, fmt, iter(()), skipped, warnings)
-    opened.entries = _stream(opened, reader, head, lines, skip_invalid)
-    if forced:
+    opened = Opened(path, fmt, iter(()), skipped, warnings, reader=reader, sniffed=len(head))
+    opened.entries = _stream(opened, reader, head, lines, skip_invalid, finish)
+    if forced and finish:
         opened.entries = _not_empty(opened, [line.data for line in head], opened.entries)
     return opened
 
@@ -128,12 +145,22 @@ def _a(word: str) -> str:
     return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
 
 
+def continue_stream(
+    opened: Opened, lines: Iterator[Line | LineError], *, skip_invalid: bool = False, finish: bool = True
+) -> Iterator[Entry]:
+    """More entries of ``opened`` (its reader restored or left at the end of earlier lines) from
+    the lines that follow; with ``finish`` the reader is then told the input ended."""
+    assert opened.reader is not None
+    return _stream(opened, opened.reader, [], lines, skip_invalid, finish)
+
+
 def _stream(
     opened: Opened,
     reader: Reader,
     head: list[Line],
     rest: Iterator[Line | LineError],
     skip_invalid: bool,
+    finish: bool = True,
 ) -> Iterator[Entry]:
     def all_lines() -> Iterator[Line | LineError]:
         yield from head
@@ -155,6 +182,8 @@ def _stream(
         if not skip_invalid:
             raise item.with_path(opened.path)
         opened.skipped.append(item.with_path(opened.path))
+    if not finish:
+        return
     try:
         yield from reader.finish()
     except Exception as err:

@@ -5,6 +5,7 @@ reset when a request does not extend the previous one."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from hashlib import blake2b
 from typing import Any
 
 import orjson
@@ -21,7 +22,9 @@ class PrefixTracker:
     """Remembers the previous request's messages (as hashes) to find what a new one adds."""
 
     def __init__(self) -> None:
-        self._prev: list[int] = []
+        # digests, not hash(): the reader's state is resumed by another process (the count cache),
+        # where Python's hashes of the same bytes differ
+        self._prev: list[bytes] = []
         self._responded = False
 
     def new_start(self, messages: Sequence[Any]) -> tuple[int, bool]:
@@ -30,7 +33,7 @@ class PrefixTracker:
         When the previous line's response was emitted (``responded()``), the assistant message
         that repeats it at the start of the new part is skipped: it is already in the transcript.
         """
-        keys = [hash(_key(m)) for m in messages]
+        keys = [blake2b(_key(m), digest_size=16).digest() for m in messages]
         n = len(self._prev)
         extends = n > 0 and len(keys) >= n and keys[:n] == self._prev
         start = n if extends else 0

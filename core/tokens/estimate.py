@@ -92,8 +92,10 @@ def estimate_file(
     config: Config | None = None,
     on_progress: Callable[[Opened], None] | None = None,
 ) -> FileEstimate:
+    """A file's counts, read from its first line (``incremental.count_file`` reads on from
+    where an earlier run ended)."""
     opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
-    entries = _with_progress(opened, on_progress) if on_progress else opened.entries
+    entries = with_progress(opened, on_progress) if on_progress else opened.entries
     size = 0  # a stream (bytes an engine read from a bucket) has none to plan helpers by
     if isinstance(path, (str, Path)) and str(path) != "-" and os.path.isfile(path):
         size = os.path.getsize(path)
@@ -130,53 +132,91 @@ def estimate_entries(
     only assumed when it names none. ``window`` and ``tokenizer`` come from the argument, else
     ``CTXFOLD_WINDOW``/``CTXFOLD_TOKENIZER``, else ``[defaults]``, and override the model's own.
     """
-    config = config or Config()
-    stream = iter(entries)
-    head, found_model, recorded = _peek_model(stream)
-    configured = setting("model", None, config).value
-    name = model or found_model or configured or HARNESS_MODEL.get(source_format)
-    model_source: str | None
-    if model:
-        model_source = "--model" if not found_model or model == found_model else "--model over the log's"
-    else:
-        model_source = "log" if found_model else "settings" if configured else "harness" if name else None
-    win = setting("window", window, config)
-    tok = setting("tokenizer", tokenizer, config).value
+    spec = Spec(model, tokenizer, window, config or Config())
+    head, start = begin(iter(entries), source_format, spec)
+    replay = start.counter(spec).feed(head, workers=workers)
+    return end(replay, start, source_format, path, spec)
 
-    def resolve_as(
-        name: str | None, recorded_window: int | None, observed: int | None = None
+
+@dataclass(frozen=True)
+class Spec:
+    """The settings a count depends on, as the caller gave them."""
+
+    model: str | None
+    tokenizer: str | None
+    window: int | None
+    config: Config
+
+    def resolve(
+        self, name: str | None, recorded_window: int | None, observed: int | None = None
     ) -> ResolvedModel:
+        win = setting("window", self.window, self.config)
         return resolve(
             name,
             window=win.value,
             window_source="--window" if win.source == "flag" else win.source,
             recorded_window=recorded_window,
-            tokenizer=tok,
-            config_models=config.models,
+            tokenizer=setting("tokenizer", self.tokenizer, self.config).value,
+            config_models=self.config.models,
             observed=observed,
         )
 
-    resolved = resolve_as(name, recorded)  # the tokenizer and framing the whole log is counted with
-    counter = Counter(get_tokenizer(resolved.tokenizer), resolved.provider)
-    replay = SessionCounter(counter).feed(itertools.chain(head, stream), workers=workers)
+
+@dataclass(frozen=True)
+class Start:
+    """What the first entries decided: the model the log is counted as (its tokenizer and
+    framing), and where that came from. Plain data: the count cache keeps it."""
+
+    name: str | None
+    model_source: str | None
+    recorded: int | None
+    decided: bool  # the log named its model, or PEEK entries went by: more lines change nothing
+
+    def counter(self, spec: Spec) -> SessionCounter:
+        resolved = spec.resolve(
+            self.name, self.recorded
+        )  # the tokenizer and framing the whole log is counted with
+        return SessionCounter(Counter(get_tokenizer(resolved.tokenizer), resolved.provider))
+
+
+def begin(stream: Iterator[Entry], source_format: str, spec: Spec) -> tuple[Iterator[Entry], Start]:
+    """Read ahead until the log names its model; the entries (those read ahead first) and what
+    they decided."""
+    head, found_model, recorded = _peek_model(stream)
+    configured = setting("model", None, spec.config).value
+    name = spec.model or found_model or configured or HARNESS_MODEL.get(source_format)
+    model_source: str | None
+    if spec.model:
+        model_source = "--model" if not found_model or spec.model == found_model else "--model over the log's"
+    else:
+        model_source = "log" if found_model else "settings" if configured else "harness" if name else None
+    start = Start(name, model_source, recorded, found_model is not None or len(head) >= PEEK)
+    return itertools.chain(head, stream), start
+
+
+def end(replay: Replay, start: Start, source_format: str, path: str, spec: Spec) -> FileEstimate:
+    """The estimate once every entry is replayed: the model the session uses now and its window."""
+    name = start.name
     now = (replay.requests[-1].model if replay.requests else None) or replay.model
-    if model_source == "log" and now and now != name:
+    if start.model_source == "log" and now and now != name:
         # the next request goes to the model the session uses now; the first one it named only
         # chose the tokenizer and framing, which a switch within the same family keeps
-        later = resolve(now, tokenizer=tok, config_models=config.models)
-        if (later.tokenizer, later.provider) == (resolved.tokenizer, resolved.provider):
+        tok = setting("tokenizer", spec.tokenizer, spec.config).value
+        first = spec.resolve(name, start.recorded)
+        later = resolve(now, tokenizer=tok, config_models=spec.config.models)
+        if (later.tokenizer, later.provider) == (first.tokenizer, first.provider):
             name = now
     # the window the log recorded last, unless a flag, the environment or the config file set one
     # the largest prompt the provider answered proves the window is at least that large
     answered = [q.real for q in replay.requests if q.real is not None and q.real_source == "usage"]
-    resolved = resolve_as(name, replay.context_window or recorded, max(answered, default=None))
+    resolved = spec.resolve(name, replay.context_window or start.recorded, max(answered, default=None))
     return FileEstimate(
         path=path,
         format=source_format,
         model=resolved,
         replay=replay,
         largest=_largest(replay, 10),
-        model_source=model_source,
+        model_source=start.model_source,
         harness_prompt=choose(source_format, replay.facts, agent=replay.agent, tokenizer=resolved.tokenizer),
     )
 
@@ -205,8 +245,10 @@ def _largest(replay: Replay, n: int) -> list[LargeMessage]:
     return [LargeMessage(i, mc.role, mc.total, mc.preview) for i, mc in top]
 
 
-def _with_progress(opened: Opened, callback: Callable[[Opened], None]) -> Iterator[Entry]:
-    for i, e in enumerate(opened.entries):
+def with_progress(
+    opened: Opened, callback: Callable[[Opened], None], entries: Iterator[Entry] | None = None
+) -> Iterator[Entry]:
+    for i, e in enumerate(entries if entries is not None else opened.entries):
         if i % 256 == 0:
             callback(opened)
         yield e

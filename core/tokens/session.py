@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import Any
 
 from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
 from ctxfold.tokens.harness_prompts import LogFacts
@@ -75,9 +77,18 @@ class Request:
     # ... and once its response is in: its real count covers the calls the response made itself
     server_tools_after: int = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the count cache pickles every request: rebuilt by the constructor from a tuple, faster
+        # than the slots default's per-object dict of fields
+        return (Request, _REQUEST_STATE(self))
+
     @property
     def cache_read(self) -> int:
         return self.usage.cache_read_tokens if self.usage is not None else 0
+
+
+_REQUEST_FIELDS = tuple(f.name for f in fields(Request))
+_REQUEST_STATE = attrgetter(*_REQUEST_FIELDS)
 
 
 @dataclass(slots=True)
@@ -136,11 +147,13 @@ class SessionCounter:
         self._segment_has_real = False
         self._held_summary: str | None = None  # a compaction's, until the next message is seen
 
-    def feed(self, entries: Iterable[Entry], *, workers: int = 0) -> Replay:
+    def feed(self, entries: Iterable[Entry], *, workers: int = 0, finish: bool = True) -> Replay:
         """Replay ``entries`` (any iterable, consumed once) and return the final state.
 
         With ``workers``, batches are tokenized in worker processes while the next ones are
-        read and parsed here; results are applied in order, so the replay is the same.
+        read and parsed here; results are applied in order, so the replay is the same. With
+        ``finish=False`` more entries may follow in another call (a compaction's summary is still
+        held for the message after it): the count cache snapshots the state in between.
         """
         counting = Counting(self.counter.tokenizer, workers)
         inflight: deque[tuple[list[Entry], Batch, Future[list[int]]]] = deque()
@@ -163,9 +176,29 @@ class SessionCounter:
                 self._settle(inflight.popleft())
         finally:
             counting.close()
-        self._apply(buf, self.counter.count_messages(pending))
-        self._release_summary()
+        self._apply(buf, self.counter.count_messages(pending) if pending else [])
+        if finish:
+            self._release_summary()
         return self.state
+
+    def snapshot(self) -> dict[str, Any]:
+        """What resuming needs besides the counter (rebuilt from the settings): plain data."""
+        return {
+            "state": self.state,
+            "in_run": self._in_run,
+            "segment_has_real": self._segment_has_real,
+            "held_summary": self._held_summary,
+        }
+
+    @classmethod
+    def restore(cls, counter: Counter, snap: dict[str, Any]) -> SessionCounter:
+        """A counter that goes on from ``snapshot()``, with the counter it was made with."""
+        sc = cls(counter)
+        sc.state = snap["state"]
+        sc._in_run = snap["in_run"]
+        sc._segment_has_real = snap["segment_has_real"]
+        sc._held_summary = snap["held_summary"]
+        return sc
 
     def _settle(self, item: tuple[list[Entry], Batch, Future[list[int]]]) -> None:
         buf, batch, future = item

@@ -13,7 +13,8 @@ assistant messages, and the run ends at the message carrying the provider's usag
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -195,6 +196,38 @@ class Usage:
 
     def __post_init__(self) -> None:
         _check_counts(self, _USAGE_COUNTS)
+
+    # pickled as a tuple (the count cache keeps every request's usage): the slots default looks
+    # the fields up per object, and the constructor checks counts that were checked when read
+    def __getstate__(self) -> tuple[Any, ...]:
+        return _USAGE_STATE(self)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        # one line per field through the slots' own setters, not a loop over __setattr__: three
+        # times as fast over a session's thousands of usages
+        (prompt, output, cache_read, cache_write, cache_write_1h, reasoning, final, model, window, fields) = (
+            state
+        )
+        s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 = _USAGE_SETTERS
+        s0(self, prompt)
+        s1(self, output)
+        s2(self, cache_read)
+        s3(self, cache_write)
+        s4(self, cache_write_1h)
+        s5(self, reasoning)
+        s6(self, final)
+        s7(self, model)
+        s8(self, window)
+        s9(self, fields)
+
+
+_USAGE_FIELDS = (
+    "prompt_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+    "reasoning_tokens", "final", "model", "context_window", "fields",
+)  # fmt: skip
+assert tuple(f.name for f in fields(Usage)) == _USAGE_FIELDS, "Usage.__setstate__ names every field"
+_USAGE_STATE = attrgetter(*_USAGE_FIELDS)
+_USAGE_SETTERS = tuple(Usage.__dict__[name].__set__ for name in _USAGE_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)

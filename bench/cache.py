@@ -1,0 +1,240 @@
+"""The count cache in one run: a re-run after the session grew, a re-run unchanged, the statusline.
+
+    python bench/cache.py                    # 200 MB per shape, 3 rounds; statusline on 20 MB
+    python bench/cache.py --quick            # 20 MB per shape, 2 rounds
+    python bench/cache.py --python /path/to/other/venv/bin/python   # another install
+
+For the Claude Code and Codex shapes (a file generated from the real sessions, ``_gen.py``),
+each time in a fresh child of the measured interpreter, its tokenizer loaded before the clock
+starts, the best of ``--rounds``:
+
+* ``keep s``: the first run with the cache on an empty cache folder (it reads cold and keeps
+  the state), on the file less its last 2 %;
+* ``cold s``: once the last 2 % of lines are appended, the file read from its first line
+  (``cache=False``: the anchor);
+* ``grown s``: the run with the cache on the grown file (the issue's target: grown ÷ cold ≤ 0.10);
+* ``same s``: a run again, the file unchanged.
+
+Then ``ctxfold statusline`` on a 20 MB Claude Code session (the whole command, as Claude Code
+runs it, with a private cache folder already holding the session): the median of ``--runs``
+runs of the file unchanged, and with one line appended before each run (a live session), next
+to ``python -c pass`` (the issue's target: ≤ 0.15 s). It prints numbers and asserts nothing.
+
+``rows(...)`` returns the same figures for ``speed.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _gen import MB, generate
+from estimate import generator_sources
+
+SHAPES = ("claude-code", "codex")
+GROWTH = 0.02
+
+_CHILD = r"""
+import json, sys, time
+args = json.loads(sys.argv[1])
+from ctxfold.tokens.tokenizers import get_tokenizer
+tok = get_tokenizer("o200k")
+getattr(tok, "native", lambda: None)()  # the engine a large file uses, loaded before the clock
+try:
+    from ctxfold.tokens.incremental import count_file
+except ImportError:  # an install without the cache: every run is cold
+    from ctxfold.tokens.estimate import estimate_file as count_file
+    args["cache"] = None
+t = time.perf_counter()
+if args["cache"] is None:
+    r = count_file(args["path"])
+else:
+    r = count_file(args["path"], cache=args["cache"])
+print(json.dumps({"s": time.perf_counter() - t, "tokens": r.context_tokens}))
+"""
+
+
+def child(python: str, env: dict[str, str], path: Path, cache: bool) -> float:
+    proc = subprocess.run(
+        [python, "-c", _CHILD, json.dumps({"path": str(path), "cache": cache})],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"child failed:\n{proc.stderr[-3000:]}")
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["s"])
+
+
+def child_env(cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CTXFOLD_NO_CACHE")}
+    env["XDG_CACHE_HOME"] = str(cache)
+    env.pop("CTXFOLD_WORKERS", None)
+    return env
+
+
+def _cut(data: bytes, growth: float) -> int:
+    """The end of the line that holds the byte at ``1 - growth`` of the file."""
+    return data.index(b"\n", int(len(data) * (1 - growth))) + 1
+
+
+def shape(fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: Path) -> dict[str, Any]:
+    path, _ = generate(fmt, generator_sources(fmt), size_mb, seed=seed)
+    data = path.read_bytes()
+    cut = _cut(data, GROWTH)
+    live = work / f"{fmt}-live.jsonl"
+    times: dict[str, list[float]] = {"cold": [], "keep": [], "grown": [], "same": []}
+    for i in range(rounds):
+        cache = work / f"cache-{fmt}-{i}"
+        shutil.rmtree(cache, ignore_errors=True)
+        env = child_env(cache)
+        live.write_bytes(data[:cut])
+        os.sync()  # no write-back of the copy under the clock
+        times["keep"].append(child(python, env, live, True))
+        with live.open("ab") as f:
+            f.write(data[cut:])
+        os.sync()
+        times["cold"].append(child(python, env, live, False))
+        times["grown"].append(child(python, env, live, True))
+        times["same"].append(child(python, env, live, True))
+        shutil.rmtree(cache, ignore_errors=True)
+    best = {k: min(v) for k, v in times.items()}
+    return {
+        "fmt": fmt,
+        "mb": len(data) / MB,
+        "growth_mb": (len(data) - cut) / MB,
+        **{f"{k}_s": v for k, v in best.items()},
+        "grown/cold": best["grown"] / best["cold"],
+        "same/cold": best["same"] / best["cold"],
+        "keep/cold": best["keep"] / best["cold"],
+    }
+
+
+def _payload(transcript: Path) -> str:
+    """What Claude Code sends a statusline command (docs/commands.md, "statusline")."""
+    return json.dumps(
+        {
+            "hook_event_name": "Status",
+            "session_id": "bench",
+            "transcript_path": str(transcript),
+            "cwd": str(transcript.parent),
+            "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
+            "workspace": {"current_dir": str(transcript.parent), "project_dir": str(transcript.parent)},
+            "version": "2.1.121",
+            "output_style": {"name": "default"},
+        }
+    )
+
+
+def _wall(cmd: list[str], env: dict[str, str], stdin: str = "") -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
+    return time.perf_counter() - t
+
+
+def _has_statusline(cmd: list[str], env: dict[str, str]) -> bool:
+    done = subprocess.run([*cmd, "-h"], capture_output=True, text=True, env=env, check=False)
+    return done.returncode == 0
+
+
+def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) -> dict[str, Any]:
+    path, _ = generate("claude-code", generator_sources("claude-code"), size_mb, seed=seed)
+    data = path.read_bytes()
+    live = work / "statusline-live.jsonl"
+    live.write_bytes(data)
+    cache = work / "cache-statusline"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = child_env(cache)
+    beside = Path(python).parent / "ctxfold"
+    cmd = [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
+    cmd = [*cmd, "statusline"]
+    if not _has_statusline(cmd, env):
+        return {"mb": len(data) / MB, "line": None}
+    payload = _payload(live)
+    first = _wall(cmd, env, payload)  # reads the session cold and keeps it
+    lines = data.splitlines(keepends=True)
+    same, grown, anchor = [], [], []
+    for i in range(runs):
+        anchor.append(_wall([python, "-c", "pass"], env))
+        same.append(_wall(cmd, env, payload))
+        with live.open("ab") as f:  # the session goes on: one more line (a copy of an earlier one)
+            f.write(lines[len(lines) // 2 + i])
+        grown.append(_wall(cmd, env, payload))
+    out = subprocess.run(cmd, input=payload, capture_output=True, text=True, env=env, check=False)
+    shutil.rmtree(cache, ignore_errors=True)
+    return {
+        "mb": len(data) / MB,
+        "first_s": first,
+        "same_s": statistics.median(same),
+        "grown_s": statistics.median(grown),
+        "python_s": statistics.median(anchor),
+        "line": out.stdout.strip(),
+    }
+
+
+def rows(
+    size_mb: float = 200,
+    rounds: int = 3,
+    python: str = sys.executable,
+    seed: int = 0,
+    statusline_mb: float = 20,
+    runs: int = 15,
+) -> dict[str, Any]:
+    """Every figure of this benchmark: ``{"shapes": [row per shape], "statusline": {...}}``."""
+    work = Path(tempfile.mkdtemp(prefix="ctxfold-cache-bench-"))
+    try:
+        shapes = [shape(fmt, size_mb, rounds, python, seed, work) for fmt in SHAPES]
+        line = statusline(python, statusline_mb, runs, seed, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {"shapes": shapes, "statusline": line}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="20 MB files, 2 rounds, 7 statusline runs")
+    ap.add_argument("--size-mb", type=float, default=None, help="size of each generated file (200)")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--runs", type=int, default=None, help="statusline runs (15)")
+    ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    size = args.size_mb or (20 if args.quick else 200)
+    rounds = args.rounds or (2 if args.quick else 3)
+    runs = args.runs or (7 if args.quick else 15)
+    print(f"measuring {args.python}; load average {os.getloadavg()[0]:.2f}")
+    out = rows(size, rounds, args.python, args.seed, 20, runs)
+    print(f"\n{'shape':<12} {'MB':>6} {'cold s':>7} {'keep s':>7} {'grown s':>8} {'same s':>7} "
+          f"{'grown/cold':>10} {'same/cold':>9} {'keep/cold':>9}")  # fmt: skip
+    for r in out["shapes"]:
+        print(
+            f"{r['fmt']:<12} {r['mb']:>6.0f} {r['cold_s']:>7.3f} {r['keep_s']:>7.3f} {r['grown_s']:>8.3f} "
+            f"{r['same_s']:>7.3f} {r['grown/cold']:>10.3f} {r['same/cold']:>9.3f} {r['keep/cold']:>9.3f}"
+        )
+    s = out["statusline"]
+    if s["line"] is None:
+        print("\nno statusline command in this install")
+        return 0
+    print(
+        f"\nstatusline on a {s['mb']:.0f} MB Claude Code session (median of {runs}): unchanged "
+        f"{s['same_s']:.3f} s, one line appended {s['grown_s']:.3f} s, first run {s['first_s']:.3f} s; "
+        f"python -c pass {s['python_s']:.3f} s"
+    )
+    print(f"its line: {s['line']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

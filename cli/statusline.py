@@ -1,0 +1,147 @@
+"""``ctxfold statusline``: one line for Claude Code's status bar, from the JSON it sends on stdin.
+
+Claude Code runs the command after each message (at most every 300 ms), shows the first line
+of its stdout, and shows nothing at all when the command fails (exit status other than 0, no
+output, too slow); stderr is not shown. So this command always prints one short line and exits
+0, whatever happened (no session yet, a transcript it cannot read, JSON it does not know), and
+it is quick: the transcript is read on from where the previous call ended (the count cache),
+and neither Typer nor Rich is imported (``ctxfold.cli.main`` sends ``statusline`` here first).
+Only run by hand with nothing piped in (a terminal on stdin) does it exit 2.
+
+The line: the predicted size of the next request (what the model will read: the log's content
+plus what the harness sends that the log leaves out), its share of the window, and what is left
+before compaction: before the ContextGuard reference design's threshold (window less 20,000
+tokens from 200,000 up, else less 20 %), or before Claude Code's own auto-compact when that comes
+first. Yellow within 10 % of the window of it, red once it is reached; ``NO_COLOR`` turns colour
+off.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from typing import Any
+
+STDIN_LIMIT = 1 << 20  # Claude Code's status JSON is a few hundred bytes
+STDIN_WAIT = 1.0  # seconds: some versions leave stdin open after writing the JSON
+NEAR = 0.10  # of the window: yellow when this close to the threshold
+USAGE = "ctxfold statusline reads the JSON Claude Code sends a statusLine command on stdin"
+
+
+def main() -> int:
+    if sys.stdin is None or sys.stdin.isatty():
+        print(f'{USAGE} (see docs/commands.md, "statusline")', file=sys.stderr)
+        return 2
+    try:
+        line = status_line(_read_stdin(), color=not os.environ.get("NO_COLOR"))
+    except Exception as err:  # a bug must not blank the user's status bar
+        if os.environ.get("CTXFOLD_DEBUG"):
+            raise
+        line = f"ctxfold: internal error ({type(err).__name__}; CTXFOLD_DEBUG=1 shows it)"
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except OSError:
+        pass  # Claude Code stopped reading: nothing to tell it
+    return 0
+
+
+def _read_stdin() -> bytes:
+    """stdin up to EOF, or as soon as it holds a whole JSON document, or after ``STDIN_WAIT``."""
+    import orjson
+
+    fd = sys.stdin.fileno()
+    buf = b""
+    deadline = time.monotonic() + STDIN_WAIT
+    while len(buf) < STDIN_LIMIT:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        buf += chunk
+        try:
+            orjson.loads(buf)
+            break
+        except orjson.JSONDecodeError:
+            continue
+    return buf
+
+
+def status_line(raw: bytes, *, color: bool = False) -> str:
+    """The line for Claude Code's status JSON ``raw``."""
+    import orjson
+
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("transcript_path"), str):
+        return "ctxfold: no session data on stdin"
+    model = data.get("model")
+    name = model.get("display_name") if isinstance(model, dict) else None
+    name = name if isinstance(name, str) else None
+    path = os.path.expanduser(data["transcript_path"])
+    if not os.path.isfile(path):
+        return "ctxfold: no transcript yet" + (f" ({name})" if name else "")
+    from ctxfold.errors import CtxfoldError
+
+    try:
+        return _measure(path, data, color)
+    except CtxfoldError as err:
+        return f"ctxfold: {_short(str(err))}"
+
+
+def _measure(path: str, data: dict[str, Any], color: bool) -> str:
+    from ctxfold.config import load_config
+    from ctxfold.engine.now import predict_now, prior_for
+    from ctxfold.engine.policy import make_policy
+    from ctxfold.engine.profile import Profiles
+    from ctxfold.engine.triggers import Trigger
+    from ctxfold.settings import setting
+    from ctxfold.tokens.incremental import count_file
+
+    config = load_config()
+    window = None
+    sent = data.get("context_window")
+    size = sent.get("context_window_size") if isinstance(sent, dict) else None
+    if isinstance(size, int) and size > 0 and setting("window", None, config).source == "default":
+        window = size  # what Claude Code itself counts against (a 1M-token window included)
+    est = count_file(path, window=window, config=config, skip_invalid=True)
+    profiles = None if os.environ.get("CTXFOLD_NO_PROFILE") else Profiles()  # read, never written
+    predicted = predict_now(est, prior_for(est, profiles)).tokens
+    win = est.model.window
+    threshold, by = make_policy(win, buffer=setting("buffer", None, config).value).threshold, ""
+    if est.format == "claude-code":
+        pct = os.environ.get("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "")
+        value = float(pct) if pct.replace(".", "", 1).isdigit() else None
+        own = Trigger("claude-code", "pct" if value else None, value).threshold(win)
+        if own < threshold:
+            threshold, by = own, "Claude Code's auto-compact"
+    left = threshold - predicted
+    where = by or "the compaction threshold"
+    text = f"{_k(predicted)}/{_k(win)} tokens ({predicted / win:.0%})" if win else f"{_k(predicted)} tokens"
+    if left > 0:
+        text += f" · {_k(left)} left before {where} ({_k(threshold)})"
+        tint = "33" if left <= NEAR * win else None
+    else:
+        text += f" · over {where} ({_k(threshold)}): compaction due"
+        tint = "31"
+    return f"\x1b[{tint}m{text}\x1b[0m" if color and tint else text
+
+
+def _k(n: int) -> str:
+    """Tokens the way a status bar has room for: 950, 84.2k, 1.05M."""
+    if abs(n) >= 999_500:
+        return f"{n / 1e6:.2f}M".replace(".00M", "M")
+    if abs(n) >= 1000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k")
+    return str(n)
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

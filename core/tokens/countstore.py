@@ -1,0 +1,269 @@
+"""Where the count cache keeps its entries: one file per session file and settings, in the user
+cache folder (``~/.cache/ctxfold/counts``, or under ``$XDG_CACHE_HOME``).
+
+An entry is a text header (what it was made from: the settings, the byte offset it stopped at,
+the SHA-256 of the bytes before it and of the state) and the state, pickled. It is a cache, so it
+is never trusted: an entry that is not one of ours, names other settings, or whose state does not
+match its checksum is ignored with a warning and replaced; one written by another version of
+ctxfold is replaced without one. The state is unpickled only after those checks, and then only
+ctxfold's own classes and plain containers may be rebuilt from it (no function is ever called).
+Writes are atomic (a temp file renamed over the entry; no fsync: a torn entry fails its checksum),
+and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first.
+
+Also here: the chunks a kept replay is pickled in (``Chunks``), and the check of the bytes an
+entry was made from (``PrefixCheck``, in a thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import pickle
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ctxfold.paths import cache_dir
+from ctxfold.tokens.session import Replay
+
+MAGIC = b"ctxfold count cache\n"
+CHUNK = 1 << 20  # bytes read at a time to hash a prefix
+TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
+MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again as one
+VERSION = 1
+MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
+SUFFIX = ".bin"
+_STALE_TEMP = 3600.0  # seconds: a temp file this old was left by a process that died
+_SAFE = {
+    ("builtins", name)
+    for name in ("set", "frozenset", "list", "dict", "tuple", "str", "int", "float", "bool", "bytes")
+} | {("collections", name) for name in ("deque", "OrderedDict", "defaultdict", "Counter")}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cached state as read back: its header (``offset``, ``lines``, ``prefix_sha256``...)
+    and the pickled state, not yet unpickled."""
+
+    header: dict[str, Any]
+    payload: bytes
+
+
+class _Unpickler(pickle.Unpickler):
+    """Rebuilds ctxfold's own classes and plain containers, nothing else: a pickle that names a
+    function (the way a pickle runs code) fails to load."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "ctxfold" or module.startswith("ctxfold."):
+            found = super().find_class(module, name)
+            if isinstance(found, type):
+                return found
+        elif (module, name) in _SAFE:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} has no place in a count cache entry")
+
+
+def unpickle(payload: bytes) -> Any:
+    return _Unpickler(io.BytesIO(payload)).load()
+
+
+class CountStore:
+    """The entries of one cache folder."""
+
+    swept = False  # per process: the folder is swept at the first write and as writes add up
+    written = 0
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or cache_dir() / "counts"
+
+    def path_for(self, key: dict[str, Any]) -> Path:
+        digest = hashlib.sha256(_canonical(key)).hexdigest()[:40]
+        return self.folder / f"{digest}{SUFFIX}"
+
+    def load(self, key: dict[str, Any], notes: list[str]) -> Entry | None:
+        """The entry for ``key``, or None (none, another version's, or not trusted: then a
+        line in ``notes`` says so)."""
+        path = self.path_for(key)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        damaged = f"the count cache entry {path} is damaged: ignored, the file is counted afresh"
+        if not data.startswith(MAGIC):
+            notes.append(
+                f"the count cache entry {path} is not one of ctxfold's: ignored, the file is counted afresh"
+            )
+            return None
+        end = data.find(b"\n", len(MAGIC))
+        try:
+            header = json.loads(data[len(MAGIC) : end])
+        except ValueError:
+            notes.append(damaged)
+            return None
+        if not isinstance(header, dict) or end < 0:
+            notes.append(damaged)
+            return None
+        if header.get("version") != VERSION:
+            return None  # another ctxfold's: replaced by this run's
+        if header.get("key") != json.loads(_canonical(key)):
+            notes.append(f"the count cache entry {path} belongs to another file: ignored")
+            return None
+        payload = data[end + 1 :]
+        if hashlib.sha256(payload).hexdigest() != header.get("payload_sha256"):
+            notes.append(damaged)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # used now: evicted last
+        return Entry(header, payload)
+
+    def save(self, key: dict[str, Any], header: dict[str, Any], payload: bytes) -> None:
+        """Write the entry atomically; a folder that cannot be written only costs the cache."""
+        if len(payload) > MAX_BYTES // 4:
+            return
+        head = {"version": VERSION, "key": json.loads(_canonical(key)), **header}
+        head["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+        path = self.path_for(key)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n")
+                    f.write(payload)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return
+        CountStore.written += len(payload)
+        if not CountStore.swept or CountStore.written > MAX_BYTES // 8:
+            self.sweep()
+
+    def sweep(self, limit: int = MAX_BYTES) -> None:
+        """Remove the entries used longest ago until the folder holds ``limit`` bytes at most."""
+        CountStore.swept, CountStore.written = True, 0
+        now = time.time()
+        entries: list[tuple[float, int, str]] = []
+        try:
+            with os.scandir(self.folder) as it:
+                for d in it:
+                    with contextlib.suppress(OSError):
+                        st = d.stat()
+                        if d.name.startswith(".tmp-"):
+                            if now - st.st_mtime > _STALE_TEMP:
+                                os.unlink(d.path)
+                        elif d.name.endswith(SUFFIX):
+                            entries.append((st.st_mtime, st.st_size, d.path))
+        except OSError:
+            return
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= limit:
+                break
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            total -= size
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, default=str).encode()
+
+
+class Chunks:
+    """A kept replay's requests and context messages, pickled in chunks that the next kept state
+    reuses as they are: a request does not change once the next one exists, nor a message once
+    it is in the context (a compaction starts a new context, and its chunks afresh). So a run
+    pickles only what it read, not the whole session again."""
+
+    def __init__(
+        self,
+        requests: list[bytes] | None = None,
+        n_requests: int = 0,
+        context: list[bytes] | None = None,
+        n_context: int = 0,
+        segment: int = -1,
+    ) -> None:
+        self.requests, self.n_requests = requests or [], n_requests
+        self.context, self.n_context, self.segment = context or [], n_context, segment
+
+    def chunks(self) -> tuple[list[bytes], int, list[bytes], int, int]:
+        return self.requests, self.n_requests, self.context, self.n_context, self.segment
+
+    def pickled(self, replay: Replay) -> Replay:
+        """``replay`` without what the chunks hold, the chunks brought up to date."""
+        frozen = max(0, len(replay.requests) - 1)  # the last request may still get its count
+        if frozen < self.n_requests or len(self.requests) >= MAX_CHUNKS:
+            self.requests, self.n_requests = [], 0
+        if frozen > self.n_requests:
+            self.requests = [*self.requests, dumps(replay.requests[self.n_requests : frozen])]
+            self.n_requests = frozen
+        ctx = replay.context
+        if replay.segment != self.segment or len(ctx) < self.n_context or len(self.context) >= MAX_CHUNKS:
+            self.context, self.n_context, self.segment = [], 0, replay.segment
+        if len(ctx) > self.n_context:
+            self.context = [*self.context, dumps(ctx[self.n_context :])]
+            self.n_context = len(ctx)
+        return replace(replay, requests=replay.requests[frozen:], context=[])
+
+    def restored(self, replay: Replay) -> Replay:
+        """The whole replay again, from the rest of it and the chunks."""
+        requests = [r for chunk in self.requests for r in unpickle(chunk)]
+        context = [m for chunk in self.context for m in unpickle(chunk)]
+        if len(requests) != self.n_requests or len(context) != self.n_context:
+            raise ValueError("the chunks do not add up")
+        replay.requests = [*requests, *replay.requests]
+        replay.context = context
+        return replay
+
+
+def dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def complete_end(f: BinaryIO, size: int) -> int:
+    """The byte offset just after the last newline in the file's first ``size`` bytes."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - TAIL)
+        f.seek(start)
+        block = f.read(pos - start)
+        nl = block.rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        pos = start
+    return 0
+
+
+class PrefixCheck(threading.Thread):
+    """SHA-256 of a file's first ``offset`` bytes, read in a thread of its own (with its own
+    handle); ``result()`` waits for it."""
+
+    def __init__(self, path: str, offset: int) -> None:
+        super().__init__(daemon=True)
+        self.path, self.offset = path, offset
+        self.hasher = hashlib.sha256()
+        self.start()
+
+    def run(self) -> None:
+        left = self.offset
+        with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
+            while left > 0:
+                block = f.read(min(CHUNK, left))
+                if not block:
+                    break
+                self.hasher.update(block)
+                left -= len(block)
+        if left:
+            self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
+
+    def result(self) -> Any:
+        self.join()
+        return self.hasher

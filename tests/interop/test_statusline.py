@@ -1,0 +1,83 @@
+"""The pinned Claude Code runs ``ctxfold statusline`` as its status line and shows what it prints.
+
+Claude Code's terminal UI runs on a pseudo-terminal against the scripted server, with
+``"statusLine": {"type": "command", ...}`` in its settings; the command records the JSON Claude
+Code sends and passes it to ``ctxfold statusline``. Before the session's first message there is
+no transcript yet; after the answer, the line names the tokens of the transcript Claude Code
+wrote, and the terminal shows it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctxfold.cli.statusline import status_line
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import harness_tty  # noqa: E402  (the lab's terminal driver)
+from harness_lab import HARNESSES, Reply  # noqa: E402
+
+LAUNCH = "import sys; sys.argv = ['ctxfold', 'statusline']; from ctxfold.cli.main import main; main()"
+ANSI = re.compile(r"\x1b(\[[0-9;?>=]*[A-Za-z~]|\][^\x07]*\x07|[()][0-9A-B])")
+
+
+def test_claude_code_shows_ctxfolds_status_line(
+    harness_bin: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    command = rec / "status.sh"
+    py = shlex.quote(sys.executable)
+    command.write_text(
+        "#!/bin/sh\n"
+        "n=$(date +%s%N)\n"
+        f"tee {rec}/payload-$n.json | {py} -c {shlex.quote(LAUNCH)} | tee {rec}/out-$n.txt\n"
+    )
+    command.chmod(0o755)
+    claude = HARNESSES["claude-code"]
+
+    def configure(home: Path, url: str) -> dict[str, str]:
+        (home / ".claude").mkdir(parents=True, exist_ok=True)
+        settings = {"statusLine": {"type": "command", "command": str(command)}}
+        (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+        return claude.configure(home, url)
+
+    def shown_after_the_answer(h: object, home: Path) -> bool:
+        """Stop once the status line ran on the transcript holding the answer."""
+        return any("tokens" in p.read_text() for p in rec.glob("out-*.txt"))
+
+    monkeypatch.setattr(harness_tty, "_logged_answer", shown_after_the_answer)
+    harness = dataclasses.replace(claude, configure=configure)
+    home = tmp_path / "home"
+    session = harness_tty.run_interactive(
+        harness, harness_bin("claude"), [Reply("Hello from the lab.")], "Say hello.", home=home, timeout=120
+    )
+    time.sleep(0.5)
+    (log,) = session.logs
+    runs = sorted(rec.glob("payload-*.json"))
+    assert runs, "Claude Code never ran the status line command"
+    payloads = [json.loads(p.read_text()) for p in runs]
+    outs = [p.read_text().strip() for p in sorted(rec.glob("out-*.txt"))]
+    # the JSON Claude Code sends: the fields the command reads, as docs/commands.md says
+    last = payloads[-1]
+    assert last["transcript_path"] == str(log) and last["session_id"] == log.stem
+    assert isinstance(last["model"]["display_name"], str) and last["model"]["id"]
+    assert all(len(o.splitlines()) == 1 for o in outs)
+    assert outs[0].startswith("ctxfold: no transcript yet (") or "tokens" in outs[0]  # before any message
+    shown = outs[-1]
+    assert re.match(r"[\d.]+k?/[\d.]+[kM] tokens \(\d+%\) · [\d.]+k left before ", shown), shown
+    # the numbers of the transcript as it stands (no line since: the answer was its last turn)
+    assert shown == status_line(json.dumps(last).encode(), color=False)
+    screen = ANSI.sub("", session.stdout)
+    assert shown.split(" · ", 1)[1] in screen  # Claude Code drew it under its prompt

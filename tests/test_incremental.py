@@ -1,0 +1,297 @@
+"""The count cache: a run that reads on from a cached prefix gives exactly the cold run's result.
+
+Every bundled fixture and every real session is cut at several line boundaries (and once inside
+a line, a session still being written); the prefix is read in another process (another hash
+seed: nothing cached may depend on it), the rest appended, and the file read again here, from
+the cache, next to a cold read of the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES, REAL, real_files
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+from ctxfold.config import Config
+from ctxfold.tokens import countstore
+from ctxfold.tokens.countstore import CountStore
+from ctxfold.tokens.estimate import Spec, estimate_file, estimate_to_dict
+from ctxfold.tokens.incremental import cache_key, estimate_incremental
+
+runner = CliRunner()
+PREFIX_RUN = """
+import json, sys
+from ctxfold.tokens.incremental import estimate_incremental
+out = {}
+for path in sys.argv[1:]:
+    trace = {}
+    try:
+        estimate_incremental(path, trace=trace)
+    except Exception as err:  # the cold run fails the same way: compared in the parent
+        trace["error"] = str(err)
+    out[path] = trace
+print(json.dumps(out))
+"""
+
+
+def _cuts(data: bytes) -> list[int]:
+    """Where to cut: after a third, two thirds and all but the last line, and inside a line."""
+    ends = [i + 1 for i, b in enumerate(data) if b == 10]
+    if len(ends) < 4:
+        return [ends[0]] if ends and ends[0] < len(data) else []
+    middle = ends[len(ends) // 2]
+    inside = middle + max(1, (ends[len(ends) // 2 + 1] - middle) // 2)
+    return sorted({ends[len(ends) // 3], ends[2 * len(ends) // 3], ends[-2], inside})
+
+
+def _line_end(data: bytes, fraction: float) -> int:
+    """The end of the line that holds the byte at ``fraction`` of the file."""
+    return data.index(b"\n", int(len(data) * fraction)) + 1
+
+
+def _doc(path: Path, **kw: Any) -> Any:
+    try:
+        return estimate_to_dict(estimate_file(str(path), **kw))
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def _cached(path: Path, trace: dict[str, int] | None = None, **kw: Any) -> Any:
+    try:
+        return estimate_to_dict(estimate_incremental(str(path), trace=trace, **kw))
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def _check_resumes(sources: list[Path], tmp_path: Path) -> dict[str, int]:
+    """Cut every source, read the prefixes in a child process, append, compare; per source, how
+    many cuts were read on from the cache."""
+    jobs: list[tuple[Path, Path, bytes]] = []
+    for n, src in enumerate(sources):
+        data = src.read_bytes()
+        for c in _cuts(data):
+            target = tmp_path / f"{n}-{c}" / src.name
+            target.parent.mkdir()
+            target.write_bytes(data[:c])
+            jobs.append((src, target, data))
+    env = {**os.environ, "PYTHONHASHSEED": "1"}
+    child = subprocess.run(
+        [sys.executable, "-c", PREFIX_RUN, *(str(t) for _, t, _ in jobs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    kept = json.loads(child.stdout)
+    resumed: dict[str, int] = {}
+    for src, target, data in jobs:
+        target.write_bytes(data)
+        trace: dict[str, int] = {}
+        warm = _cached(target, trace)
+        cold = _doc(target)
+        assert warm == cold, f"{src} cut at {target.parent.name}"
+        if kept[str(target)].get("kept"):
+            assert trace["resumed"] == kept[str(target)]["kept"], f"{src}: the kept state was not used"
+        resumed[str(src)] = resumed.get(str(src), 0) + bool(trace["resumed"])
+    return resumed
+
+
+def test_every_bundled_fixture_reads_on_as_a_cold_run(tmp_path: Path) -> None:
+    sources = sorted(p for p in FIXTURES.rglob("*.jsonl") if p.stat().st_size)
+    resumed = _check_resumes(sources, tmp_path)
+    assert sum(resumed.values()) >= len(sources)  # most cuts were really read on from the cache
+    for fmt in ("claude-code", "codex", "pi", "anthropic", "openai-chat", "openai-responses", "litellm"):
+        assert any(n for p, n in resumed.items() if f"/{fmt}/" in p), fmt
+
+
+def test_every_real_session_reads_on_as_a_cold_run(tmp_path: Path) -> None:
+    sources = real_files() + sorted(REAL.glob("gemini-cli/*.json")) if REAL.is_dir() else []
+    if not sources:
+        pytest.skip("../shared/fixtures-real absent")
+    resumed = _check_resumes(sources, tmp_path)
+    for src in real_files("claude-code") + real_files("codex") + real_files("pi"):
+        assert resumed[str(src)] >= 2, src  # a log that grows is read on, not read again
+
+
+def _session(tmp_path: Path) -> tuple[Path, bytes]:
+    src = FIXTURES / "codex" / "lab-0169.jsonl"
+    data = src.read_bytes()
+    target = tmp_path / "s" / "session.jsonl"
+    target.parent.mkdir(exist_ok=True)
+    return target, data
+
+
+def test_a_rewritten_prefix_is_counted_afresh(tmp_path: Path) -> None:
+    target, data = _session(tmp_path)
+    cut = _line_end(data, 0.5)
+    target.write_bytes(data[:cut])
+    _cached(target)
+    # the same size, one letter changed early in the file: not an append
+    at = data.index(b'"text":"') + 9
+    changed = data[:at] + (b"X" if data[at : at + 1] != b"X" else b"Y") + data[at + 1 :]
+    target.write_bytes(changed[:cut])
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == _doc(target) and trace["resumed"] == 0
+    # then grown: read on from the new prefix, not the old one
+    target.write_bytes(changed)
+    trace = {}
+    assert _cached(target, trace) == _doc(target) and trace["resumed"] == cut
+    # shorter than what was cached (the file was replaced by an older copy)
+    target.write_bytes(changed[: cut // 2 + data[cut // 2 :].index(b"\n") + 1])
+    trace = {}
+    assert _cached(target, trace) == _doc(target) and trace["resumed"] == 0
+
+
+def test_a_half_written_last_line_is_read_again_once_finished(tmp_path: Path) -> None:
+    target, data = _session(tmp_path)
+    ends = [i + 1 for i, b in enumerate(data) if b == 10]
+    half = ends[-3] + (ends[-2] - ends[-3]) // 2
+    target.write_bytes(data[:half])
+    first = _cached(target)
+    assert first == _doc(target) and "left out" in " ".join(first["warnings"])
+    target.write_bytes(data)
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == _doc(target) and trace["resumed"] == ends[-3]
+
+
+def _entry(tmp_path: Path) -> Path:
+    folder = Path(os.environ["XDG_CACHE_HOME"]) / "ctxfold" / "counts"
+    (entry,) = folder.glob("*.bin")
+    return entry
+
+
+@pytest.mark.parametrize("damage", ["garbage", "flipped", "truncated", "header"])
+def test_a_damaged_entry_is_ignored_with_a_warning(tmp_path: Path, damage: str) -> None:
+    target, data = _session(tmp_path)
+    target.write_bytes(data[: _line_end(data, 0.5)])
+    _cached(target)
+    entry = _entry(tmp_path)
+    raw = entry.read_bytes()
+    broken = {
+        "garbage": b"\x00not a cache\n" * 10,
+        "flipped": raw[:-100] + bytes([raw[-100] ^ 0xFF]) + raw[-99:],
+        "truncated": raw[: len(raw) // 2],
+        "header": raw[: len(countstore.MAGIC)]
+        + b"{broken\n"
+        + raw[raw.index(b"\n", len(countstore.MAGIC)) + 1 :],
+    }[damage]
+    entry.write_bytes(broken)
+    target.write_bytes(data)
+    trace: dict[str, int] = {}
+    warm, cold = _cached(target, trace), _doc(target)
+    assert trace["resumed"] == 0
+    notes = [w for w in warm["warnings"] if "count cache entry" in w]
+    assert len(notes) == 1 and "counted afresh" in notes[0]
+    warm["warnings"] = [w for w in warm["warnings"] if w not in notes]
+    assert warm == cold
+    assert _cached(target) == cold  # the entry was replaced: no warning the next time
+
+
+def test_a_pickle_that_would_run_code_is_refused(tmp_path: Path) -> None:
+    target, data = _session(tmp_path)
+    target.write_bytes(data[: _line_end(data, 0.5)])
+    _cached(target)
+    entry = _entry(tmp_path)
+    raw = entry.read_bytes()
+    end = raw.index(b"\n", len(countstore.MAGIC))
+    header = json.loads(raw[len(countstore.MAGIC) : end])
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self) -> Any:
+            return (os.system, (f"touch {marker}",))
+
+    payload = pickle.dumps({"format": Evil()})
+    header["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+    entry.write_bytes(countstore.MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    target.write_bytes(data)
+    warm = _cached(target)
+    assert not marker.exists()
+    assert any("could not be read back" in w for w in warm["warnings"])
+
+
+def test_other_settings_never_reuse_the_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target, data = _session(tmp_path)
+    cut = _line_end(data, 0.5)
+    target.write_bytes(data[:cut])
+    _cached(target, window=50_000)
+    target.write_bytes(data)
+    for kw in ({"window": 60_000}, {"tokenizer": "cl100k"}, {"model": "gpt-4o"}, {"tokenizer": "heuristic"}):
+        trace: dict[str, int] = {}
+        assert _cached(target, trace, **kw) == _doc(target, **kw), kw
+        assert trace["resumed"] == 0, kw
+    monkeypatch.setenv("CTXFOLD_TOKENIZER", "cl100k")  # the environment is a setting too
+    trace = {}
+    assert _cached(target, trace, window=50_000) == _doc(target, window=50_000)
+    assert trace["resumed"] == 0
+    monkeypatch.delenv("CTXFOLD_TOKENIZER")
+    trace = {}
+    assert _cached(target, trace, window=50_000) == _doc(target, window=50_000)
+    assert trace["resumed"] == cut  # its own settings' entry is still there
+    config = Config(models={"gpt-5-codex": {"window": 123_456}})
+    assert cache_key(str(target), Spec(None, None, None, config), None, False) != cache_key(
+        str(target), Spec(None, None, None, Config()), None, False
+    )
+
+
+def test_the_folder_is_kept_under_its_limit(tmp_path: Path) -> None:
+    store = CountStore(tmp_path / "counts")
+    for i in range(6):
+        store.save({"n": i}, {"offset": 1, "lines": 1, "prefix_sha256": ""}, os.urandom(1000))
+        os.utime(store.path_for({"n": i}), (1_000_000 + i, 1_000_000 + i))
+    store.sweep(limit=3 * 1200)
+    left = sorted(p.name for p in store.folder.glob("*.bin"))
+    assert left == sorted(store.path_for({"n": i}).name for i in (3, 4, 5))  # the newest kept
+
+
+def _cli(args: list[str], cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any, Any]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    result = runner.invoke(app, args)
+    profile = cache_home / "ctxfold" / "profile.json"
+    return (
+        result.exit_code,
+        orjson.loads(result.stdout),
+        orjson.loads(profile.read_bytes()) if profile.exists() else None,
+    )
+
+
+@pytest.mark.parametrize("command", ["estimate", "report"])
+def test_the_profile_learns_as_in_a_cold_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    sources = real_files("claude-code")[:2] or [FIXTURES / "claude-code" / "edge-cases.jsonl"]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for src in sources:
+        data = src.read_bytes()
+        (folder / src.name).write_bytes(data[: _line_end(data, 0.5)])
+    runs: dict[str, list[Any]] = {"cache": [], "cold": []}
+    for step in range(3):  # the sessions grow between the runs
+        if step == 1:
+            for src in sources:
+                (folder / src.name).write_bytes(src.read_bytes())
+        for side, extra in (("cache", []), ("cold", ["--no-cache"])):
+            runs[side].append(_cli([command, str(folder), "--json", *extra], tmp_path / side, monkeypatch))
+    assert runs["cache"] == runs["cold"]
+    assert list((tmp_path / "cache" / "ctxfold" / "counts").glob("*.bin"))
+    assert not (tmp_path / "cold" / "ctxfold" / "counts").exists()  # --no-cache keeps nothing
+
+
+def test_the_environment_turns_the_cache_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXFOLD_NO_CACHE", "1")
+    code, doc, _ = _cli(
+        ["estimate", str(FIXTURES / "codex" / "lab-0169.jsonl"), "--json"], tmp_path, monkeypatch
+    )
+    assert code == 0 and doc["files"]
+    assert not (tmp_path / "ctxfold" / "counts").exists()
