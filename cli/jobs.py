@@ -2,8 +2,8 @@
 
 Reading a file splits in two. The costly half (read, parse, tokenize) is ``work(path)``: a pure
 function of the file and the settings (``estimate_file``) that returns plain data, so it can run
-in any process. The cheap half, ``finish(result)``, runs here in file order: it reads and
-updates the learned profile, whose state after file *i* is what file *i + 1* is predicted
+in any process. The cheap half, ``finish(result)``, runs here in file order, each file as soon as
+it and those before it are in (while the workers read on): it reads and updates the learned profile, whose state after file *i* is what file *i + 1* is predicted
 from, so the output is identical to one worker's, file for file.
 
 A file that fails (bad input, or a bug met while reading it) is that file's failure and
@@ -77,27 +77,41 @@ def read_files(
         native = getattr(get_tokenizer(preload), "native", None)
         if native is not None:
             native()
-    with render.files_progress(len(paths), enabled=progress) as advance:
-        outcomes = _run_all(paths, work, n, advance)
     results: list[T] = []
     failed: Failed = list(expanded[1])
-    for path, (kind, value) in zip(paths, outcomes, strict=True):
-        if kind != "ok":
-            failed.append({"path": path, "error": value})
-            continue
-        try:
-            results.append(finish(value))
-        except InputError as err:
-            failed.append({"path": path, "error": with_hint(err)})  # as read_each says it
-        except Exception as err:  # a bug met on one file must not cost the others
-            failed.append({"path": path, "error": internal_error(err)})
+    done = 0
+
+    def take(outcomes: list[Any]) -> None:
+        """Finish the files whose outcomes are in, in file order, while the workers read on."""
+        nonlocal done
+        while done < len(paths) and outcomes[done] is not None:
+            path, (kind, value) = paths[done], outcomes[done]
+            outcomes[done] = None  # its result is no longer needed here once finished
+            done += 1
+            if kind != "ok":
+                failed.append({"path": path, "error": value})
+                continue
+            try:
+                results.append(finish(value))
+            except InputError as err:
+                failed.append({"path": path, "error": with_hint(err)})  # as read_each says it
+            except Exception as err:  # a bug met on one file must not cost the others
+                failed.append({"path": path, "error": internal_error(err)})
+
+    with render.files_progress(len(paths), enabled=progress) as advance:
+        _run_all(paths, work, n, advance, take)
     return results, failed
 
 
 def _run_all(
-    paths: Sequence[str], work: Callable[..., Any], jobs: int, advance: Callable[[], None]
-) -> list[Any]:
-    """Every path's ``("ok", result)`` or ``("error", one line)``, in order.
+    paths: Sequence[str],
+    work: Callable[..., Any],
+    jobs: int,
+    advance: Callable[[], None],
+    ready: Callable[[list[Any]], None],
+) -> None:
+    """Every path's ``("ok", result)`` or ``("error", one line)``, given to ``ready`` in the
+    list of outcomes (None: not in yet) each time more are in, the last time complete.
 
     Small files go in chunks (a task's round trip between processes costs about what a small
     log does). A worker that dies breaks the pool: the files it left are read again file by
@@ -107,14 +121,13 @@ def _run_all(
     todo = list(range(len(paths)))
     size = max(1, min(CHUNK, len(paths) // (jobs * TASKS_PER_WORKER)))
     for workers, chunk in ((jobs, size), (jobs, 1)):
-        todo = _round(paths, todo, work, workers, chunk, outcomes, advance)
+        todo = _round(paths, todo, work, workers, chunk, outcomes, advance, ready)
         if not todo:
-            return outcomes
+            return
     for i in todo:
-        if not _round(paths, [i], work, 1, 1, outcomes, advance):
-            continue
-        outcomes[i] = ("error", f"{paths[i]}: the worker process reading it died")
-    return outcomes
+        if _round(paths, [i], work, 1, 1, outcomes, advance, ready):
+            outcomes[i] = ("error", f"{paths[i]}: the worker process reading it died")
+        ready(outcomes)
 
 
 def _round(
@@ -125,6 +138,7 @@ def _round(
     chunk: int,
     outcomes: list[Any],
     advance: Callable[[], None],
+    ready: Callable[[list[Any]], None],
 ) -> list[int]:
     """Read the files ``todo`` (indices) in a pool; return those lost to a broken pool."""
     from concurrent.futures.process import BrokenProcessPool
@@ -142,6 +156,7 @@ def _round(
                     outcomes[i] = outcome
             except BrokenProcessPool:
                 lost.extend(c)
+            ready(outcomes)
     except BaseException:  # Ctrl-C, or a bug here: the files not started are not read
         pool.shutdown(wait=False, cancel_futures=True)
         raise

@@ -385,11 +385,44 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
             chosen, said = cols, why
             break
     need = sum(c.need() for c in chosen) + 2 * (len(chosen) - 1)
+    plain = _plain(chosen, width)
+    if plain is not None:
+        render.out.out(plain, highlight=False, end="")
+    else:
+        _print_table(chosen, need, width)
+    if said:
+        print_facts([("", said)], key_width=0)
+
+
+def _plain(cols: Sequence[Col], width: int) -> str | None:
+    """The table as Rich lays it out, built directly, when no styles are written (piped output)
+    and every cell is printable text one cell per character that fits unwrapped: then each column is as wide as its widest
+    cell, cells are padded to it, and columns are two spaces apart. Rich measures and pads each
+    of a folder's thousands of cells as a renderable of its own (about a second for 2,000
+    lines); this is what it prints, in a few milliseconds. None: Rich lays it out."""
+    if render.out.color_system is not None or not cols:
+        return None
+    widths = []
+    for c in cols:
+        cells = [c.name, *c.cells]
+        if not all(x.isprintable() and (x.isascii() or cell_len(x) == len(x)) for x in cells):
+            return None  # wide, zero-width or control characters: Rich measures them
+        if any(x[:1].isspace() or x[-1:].isspace() for x in cells):
+            return None  # Rich trims the spaces around a justified cell
+        widths.append(max(map(len, cells)))
+    if sum(widths) + 2 * (len(cols) - 1) > width:
+        return None  # something wraps or folds
+    pads = [str.ljust if c.justify == "left" else str.rjust for c in cols]
+    rows = zip(*([c.name, *c.cells] for c in cols), strict=True)
+    return "".join(
+        "  ".join(pad(x, w) for pad, x, w in zip(pads, row, widths, strict=True)) + "\n" for row in rows
+    )
+
+
+def _print_table(chosen: Sequence[Col], need: int, width: int) -> None:
     t = Table(show_edge=False, pad_edge=False, box=None, width=need if need > width else None)
     for c in chosen:
         t.add_column(c.name, justify=c.justify, no_wrap=not c.wrap, overflow="fold", min_width=c.need())
     for row in zip(*(c.cells for c in chosen), strict=True):
         t.add_row(*map(Text, row))
     render.out.print(t, crop=False)
-    if said:
-        print_facts([("", said)], key_width=0)
