@@ -21,6 +21,14 @@ worker (``--jobs 1``) when the measured ctxfold has ``--jobs``. Then start-up: `
 tiny file and ``ctxfold --help`` (medians), next to ``python -c pass``, after one first run
 that may build the tokenizer's table in the (private) cache folder.
 
+Then, when a ccusage is installed (``--ccusage PATH``, repeatable, else ``ccusage`` on ``PATH``;
+this script never installs it): a folder of Claude Code logs only, laid out as Claude Code
+keeps them (``projects/<project>/<session uuid>.jsonl``, hard links to the generated files),
+read by ``ctxfold report --brief`` and by ``ccusage session --json --offline`` (pointed at it
+with ``CLAUDE_CONFIG_DIR``, ``HOME`` an empty folder, so it reads nothing else and fetches no
+prices), alternating, best of the rounds: ctxfold's wall time over ccusage's. Without one, a
+note says how to add it.
+
 It prints numbers and asserts nothing; every figure is a ratio within this run or a time next
 to its anchor. Children get a private cache folder and bytecode writing on (as an installed
 ctxfold has), whatever ``PYTHONDONTWRITEBYTECODE`` says here.
@@ -32,11 +40,13 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +186,60 @@ def startup(python: str, env: dict[str, str], runs: int) -> dict[str, float]:
     return {"first": first, **{k: statistics.median(v) for k, v in times.items()}}
 
 
+def claude_layout(files: int, kb: float, seed: int) -> tuple[Path, int, float]:
+    """Small Claude Code logs as ``~/.claude`` holds them: (the folder for ``CLAUDE_CONFIG_DIR``,
+    how many logs, MB). Each generated log is hard-linked (else copied) under a project named
+    after its source session, with a session UUID for a name."""
+    sources = [p for p, hint in real_fixtures() if hint == "claude-code"]
+    flat, _ = generate_folder(sources, files, kb, seed=seed)
+    home = flat.with_name(flat.name + "-claude")
+    logs = sorted(flat.glob("*.jsonl"))
+    if not (home / ".complete").is_file():
+        shutil.rmtree(home, ignore_errors=True)
+        for i, log in enumerate(logs):
+            project = home / "projects" / ("-home-user-" + log.stem.split("-", 1)[1])
+            project.mkdir(parents=True, exist_ok=True)
+            target = project / f"{uuid.UUID(int=seed << 32 | i + 1)}.jsonl"
+            try:
+                os.link(log, target)
+            except OSError:
+                shutil.copyfile(log, target)
+        (home / ".complete").write_text("ok\n")
+    return home, len(logs), sum(p.stat().st_size for p in logs) / MB
+
+
+def against_ccusage(
+    python: str, env: dict[str, str], tools: list[str], files: int, kb: float, rounds: int, seed: int
+) -> None:
+    """``report --brief`` and each ccusage on the same Claude Code folder, alternating."""
+    home, n, mb = claude_layout(files, kb, seed)
+    empty = Path(tempfile.mkdtemp(prefix="ctxfold-speed-home-"))
+    cc_env = {**env, "CLAUDE_CONFIG_DIR": str(home), "HOME": str(empty), "LOG_LEVEL": "0", "NO_COLOR": "1"}
+    ours = [*command(python), "report", str(home / "projects"), "--brief", "--no-profile"]
+    print(f"\nClaude Code folder of {n} logs ({mb:.1f} MB) as ~/.claude/projects holds them")
+    best: dict[str, float] = {}
+    for tool in tools:
+        version = subprocess.run(
+            [tool, "--version"], env=cc_env, capture_output=True, text=True, check=False
+        ).stdout.strip()
+        theirs = [tool, "session", "--json", "--offline"]
+        probe = subprocess.run(theirs, env=cc_env, capture_output=True, text=True, check=False)
+        try:
+            doc = json.loads(probe.stdout)
+            found = len(doc.get("sessions", doc.get("session", [])))
+        except ValueError:
+            print(f"  {tool}: no JSON from it ({probe.stderr.strip()[-200:]}): left out")
+            continue
+        times: list[float] = []
+        for _ in range(rounds):
+            best["ctxfold"] = min(best.get("ctxfold", 1e9), timed(ours, env)[0])
+            times.append(timed(theirs, cc_env)[0])
+        print(
+            f"  {version or tool} ({found} sessions in its JSON): ccusage session --json {min(times):.2f} s; "
+            f"ctxfold report --brief {best['ctxfold']:.2f} s; ctxfold/ccusage {best['ctxfold'] / min(times):.2f}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
@@ -186,6 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folder-kb", type=float, default=128, help="size cap of each small log (128 KB)")
     ap.add_argument("--startup-runs", type=int, default=None, help="start-up runs (15)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--ccusage",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="a ccusage to compare report --brief with (repeatable; default: ccusage on PATH, if any)",
+    )
     args = ap.parse_args(argv)
     size = args.size_mb or (20.0 if args.quick else 200.0)
     rounds = args.rounds or (2 if args.quick else 3)
@@ -226,6 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         f"({s['tiny'] / s['pass']:.1f}x python -c pass, {s['pass'] * 1000:.0f} ms); ctxfold --help {s['help']:.3f} s "
         f"({s['help'] / s['pass']:.1f}x); the very first estimate (empty cache) {s['first']:.3f} s"
     )
+    tools = args.ccusage or [t for t in [shutil.which("ccusage")] if t]
+    if tools:
+        against_ccusage(args.python, env, tools, files, args.folder_kb, 2 if args.quick else 3, args.seed)
+    else:
+        print("\nccusage: not installed, comparison left out (npm install ccusage, then --ccusage PATH)")
     print(f"\nload average at end: {_load()}")
     return 0
 
