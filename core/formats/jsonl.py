@@ -91,7 +91,7 @@ def _lines(f: BinaryIO, raws: Iterable[bytes] | None = None, no: int = 0) -> Ite
     prev: bytes | None = None
     it = iter(raws if raws is not None else f)
     for raw in it:
-        if prev is not None and prev.strip():
+        if prev and not prev.isspace():  # not blank (no copy, unlike strip)
             if first:
                 first = False
                 item = _parse(prev, no, last=False)
@@ -105,7 +105,7 @@ def _lines(f: BinaryIO, raws: Iterable[bytes] | None = None, no: int = 0) -> Ite
         prev = raw[len(BOM) :] if no == 1 and raw.startswith(BOM) else raw
         if not raw.endswith(b"\n"):
             break  # the end of the file as it was: what a writer adds later is not read into it
-    if prev is not None and prev.strip():
+    if prev and not prev.isspace():
         yield _parse(prev, no, last=True)
 
 
