@@ -26,9 +26,11 @@ def run_interactive(
     env: dict[str, str] | None = None,
     home: Path,
     timeout: float = 90,
+    settle: float = 3,
 ) -> Session:
     """Claude Code as a user runs it: the interactive terminal UI on a pseudo-terminal, the prompt
-    given on the command line, stopped once the answer is in its log. Onboarding, the folder's
+    given on the command line, stopped once the answer is in its log (or ``settle`` seconds after
+    the server answered). Onboarding, the folder's
     trust dialog and the custom API key prompt are answered in ``~/.claude.json`` beforehand."""
     project = home / "project"
     project.mkdir(parents=True, exist_ok=True)
@@ -83,7 +85,7 @@ def run_interactive(
                 main = [r for r in srv.requests if r.model_call and not r.side]
                 if main and answered is None:
                     answered = time.monotonic()
-                if answered is not None and (time.monotonic() - answered > 3 or _logged_answer(h, home)):
+                if answered is not None and (time.monotonic() - answered > settle or _logged_answer(h, home)):
                     break
         finally:
             os.kill(pid, signal.SIGKILL)

@@ -90,6 +90,7 @@ print(json.dumps(out))
 def child_env(cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["XDG_CACHE_HOME"] = str(cache)
+    env["CTXFOLD_NO_CACHE"] = "1"  # cold figures: repeated rounds would read on from the count cache
     env.pop("CTXFOLD_WORKERS", None)
     return env
 

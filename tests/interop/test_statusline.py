@@ -53,15 +53,26 @@ def test_claude_code_shows_ctxfolds_status_line(
         (home / ".claude" / "settings.json").write_text(json.dumps(settings))
         return claude.configure(home, url)
 
+    seen: list[float] = []
+
     def shown_after_the_answer(h: object, home: Path) -> bool:
-        """Stop once the status line ran on the transcript holding the answer."""
-        return any("tokens" in p.read_text() for p in rec.glob("out-*.txt"))
+        """Stop once the status line ran on the transcript holding the answer, and Claude Code has
+        had time to draw what it printed (on a loaded machine, a second or more)."""
+        if not seen and any("tokens" in p.read_text() for p in rec.glob("out-*.txt")):
+            seen.append(time.monotonic())
+        return bool(seen) and time.monotonic() - seen[0] > 3
 
     monkeypatch.setattr(harness_tty, "_logged_answer", shown_after_the_answer)
     harness = dataclasses.replace(claude, configure=configure)
     home = tmp_path / "home"
     session = harness_tty.run_interactive(
-        harness, harness_bin("claude"), [Reply("Hello from the lab.")], "Say hello.", home=home, timeout=120
+        harness,
+        harness_bin("claude"),
+        [Reply("Hello from the lab.")],
+        "Say hello.",
+        home=home,
+        timeout=120,
+        settle=30,
     )
     time.sleep(0.5)
     (log,) = session.logs
