@@ -76,10 +76,17 @@ def test_claude_code_shows_ctxfolds_status_line(
     )
     time.sleep(0.5)
     (log,) = session.logs
-    runs = sorted(rec.glob("payload-*.json"))
-    assert runs, "Claude Code never ran the status line command"
-    payloads = [json.loads(p.read_text()) for p in runs]
-    outs = [p.read_text().strip() for p in sorted(rec.glob("out-*.txt"))]
+    assert list(rec.glob("payload-*.json")), "Claude Code never ran the status line command"
+    # the runs that finished (Claude Code stops a run still going when it starts the next one,
+    # and the last may still be going when the harness is stopped)
+    done = [
+        (json.loads((rec / f"payload-{p.name[4:-4]}.json").read_text()), p.read_text().strip())
+        for p in sorted(rec.glob("out-*.txt"))
+        if p.read_text().endswith("\n")
+    ]
+    assert done, "no status line command finished"
+    payloads = [pay for pay, _ in done]
+    outs = [out for _, out in done]
     # the JSON Claude Code sends: the fields the command reads, as docs/commands.md says
     last = payloads[-1]
     assert last["transcript_path"] == str(log) and last["session_id"] == log.stem
