@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,7 +264,7 @@ _RUNNERS = {
 }
 
 
-def _what(tool: str, cmd: str | None, paths: list[str]) -> set[str]:
+def _what(tool: str, cmd: str | None, paths: Sequence[str]) -> set[str]:
     """What a later success must share to settle a failure: each program of a command (with its
     subcommand, for runners such as npm or git), else the tool and the file it worked on."""
     if not cmd:
@@ -308,12 +309,10 @@ class Gathering:
 
     def __init__(self) -> None:
         self.facts = Facts()
-        self.names: dict[str, str] = {}
         self.pending: dict[str, list[int]] = {}  # call id → its commands in facts.commands, until its result
         self.early: dict[str, ToolResultPart] = {}  # results written before their call (Claude Code can)
-        self.calls: dict[
-            str, tuple[str | None, list[str], bool]
-        ] = {}  # call id → (command, paths, failure expected)
+        # call id → (tool name, command, paths, failure expected), of the latest call with that id
+        self.calls: dict[str, tuple[str, str | None, tuple[str, ...], bool]] = {}
         self.failing: list[tuple[set[str], tuple[int, str, str]]] = []  # failures that still stand
         self.intent = ""
 
@@ -342,7 +341,6 @@ class Gathering:
             self.intent = m.text
         for outer in m.tool_calls:
             self.facts.tool_calls += 1
-            self.names[outer.id] = outer.name
             self.pending.pop(outer.id, None)  # a reused id: an unanswered older call keeps "no result"
             before = self.early.pop(outer.id, None)
             touched: list[str] = []
@@ -360,9 +358,11 @@ class Gathering:
                     self.facts.values.command(cmd, i)
                     self.facts.commands.append((i, cmd, exit_status(before)))
                     self.pending.setdefault(outer.id, []).append(len(self.facts.commands) - 1)
-            self.calls[outer.id] = (command, touched, bool(_EXPECTED.search(self.intent)))
+            expected = bool(_EXPECTED.search(self.intent))
+            self.calls[outer.id] = (sys.intern(outer.name), command, tuple(touched), expected)
         for res in m.tool_results:
-            tool = res.name or self.names.get(res.call_id, "tool")
+            known = self.calls.get(res.call_id)
+            tool = res.name or (known[0] if known is not None else "tool")
             said = harness.rejection_words(res)
             if said:
                 self.facts.said.append((i, said))
@@ -375,11 +375,11 @@ class Gathering:
                 for k in ks:
                     j, cmd, _ = self.facts.commands[k]
                     self.facts.commands[k] = (j, cmd, status)
-            elif res.call_id not in self.names:
+            elif known is None:
                 self.early[res.call_id] = res
             self.facts.values.output(res.text, i)
-            command, touched, expected = self.calls.get(res.call_id, (None, [], False))
-            keys = _what(tool, command, touched)
+            _, command, paths, expected = known or ("", None, (), False)
+            keys = _what(tool, command, paths)
             if failed(res, tool, status):
                 line = error_text(res)
                 self.facts.errors.pop(f"{tool}: {line}", None)
@@ -388,7 +388,7 @@ class Gathering:
                     self.facts.settled += 1
                 else:
                     self.failing = [f for f in self.failing if f[0] != keys]
-                    self.failing.append((keys, (i, command or f"{tool} {' '.join(touched)}".strip(), line)))
+                    self.failing.append((keys, (i, command or f"{tool} {' '.join(paths)}".strip(), line)))
             else:
                 still = [f for f in self.failing if not _settles(f[0], keys)]
                 self.facts.settled += len(self.failing) - len(still)

@@ -130,17 +130,40 @@ class Assessing:
         return max((j for j in self.speakers if floor <= j <= last), default=floor)
 
 
+class Seen:
+    """A set of strings in fixed memory (a Bloom filter of 2**23 bits, 1 MiB): "no" is certain,
+    "maybe" is wrong about once in 10**5 after 50,000 strings."""
+
+    BITS = 1 << 23
+
+    def __init__(self) -> None:
+        self.bits = bytearray(self.BITS // 8)
+
+    def _spots(self, text: str) -> tuple[int, int, int]:
+        h = hash(text) & 0xFFFFFFFFFFFFFFFF
+        mask = self.BITS - 1
+        return h & mask, (h >> 21) & mask, (h >> 42 | h << 22) & mask
+
+    def add(self, text: str) -> None:
+        for k in self._spots(text):
+            self.bits[k >> 3] |= 1 << (k & 7)
+
+    def __contains__(self, text: str) -> bool:
+        return all(self.bits[k >> 3] & (1 << (k & 7)) for k in self._spots(text))
+
+
 class TodoTracking:
     """:func:`~ctxfold.providers.todos.extract_todos`, fed in order. A todo call reads the last
     result with its id anywhere in the conversation, so the calls wait for the end; results are
-    kept only for ids a todo call used (an earlier result of an id a todo call takes up later is
-    not kept: then :class:`Unknowable`)."""
+    kept only for ids a todo call used. A todo call whose id may have been answered before it (a
+    result ahead of its call, or an id used again) may need a result not kept: unless a later
+    result with its id comes, :class:`Unknowable`."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Todo] | ToolCallPart] = []
         self.ids: set[str] = set()
         self.results: dict[str, ToolResultPart] = {}
-        self.passed: set[int] = set()  # hashes of result ids not kept
+        self.passed = Seen()  # the ids of the results not kept
 
     def add(self, m: Message) -> None:
         if m.branch is not None:
@@ -149,7 +172,7 @@ class TodoTracking:
             if r.call_id in self.ids:
                 self.results[r.call_id] = r
             else:
-                self.passed.add(hash(r.call_id))
+                self.passed.add(r.call_id)
         reminded = _reminder(m)
         if reminded:
             self.events.append(reminded)
@@ -157,7 +180,7 @@ class TodoTracking:
             key = _key(call.name)
             if key in ("updateplan", "taskcreate", "taskupdate") or key in _GENERIC:
                 self.events.append(call)
-                if call.id not in self.ids and hash(call.id) in self.passed:
+                if call.id not in self.ids and call.id in self.passed:
                     self.results[call.id] = _UNKNOWN  # unless a later result with its id comes
                 self.ids.add(call.id)
 
