@@ -84,7 +84,11 @@ def run_child(python: str, what: str, path: Path, fmt: str) -> dict[str, Any]:
     job = json.dumps({"what": what, "path": str(path), "fmt": fmt})
     with tempfile.TemporaryDirectory(prefix="ctxfold-bench-cache-") as cache:
         proc = subprocess.run(
-            [python, "-c", _CHILD, job], capture_output=True, text=True, env=child_env(Path(cache)), check=False
+            [python, "-c", _CHILD, job],
+            capture_output=True,
+            text=True,
+            env=child_env(Path(cache)),
+            check=False,
         )
     if proc.returncode != 0:
         raise RuntimeError(f"{what} child failed on {path.name}:\n{proc.stderr[-3000:]}")
@@ -138,7 +142,9 @@ def print_table(found: Sequence[dict[str, Any]]) -> None:
     sizes = sorted({round(r["size_mb"]) for r in found})
     head = f"{'shape':<12} {'command':<9} " + " ".join(f"{f'{s} MB':>9}" for s in sizes)
     head += f" {'+MiB':>7} {'MiB/MB':>7}"
-    print(f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]} MB")
+    print(
+        f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]} MB"
+    )
     print(head)
     print("-" * len(head))
     slope_of = slopes(found)

@@ -47,7 +47,10 @@ def _compact(path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
     summarizer = OfflineSummarizer()
     try:
         r = run.compact_file(
-            str(path), summarizer, summarizer_window=None, options=CompactOptions(force=True, out_dir=str(out))
+            str(path),
+            summarizer,
+            summarizer_window=None,
+            options=CompactOptions(force=True, out_dir=str(out)),
         )
     except CtxfoldError as err:
         return {"refused": str(err).replace(str(out), "OUT")}
@@ -104,7 +107,9 @@ def test_streamed_compaction_writes_what_the_whole_one_writes(
         assert got == whole, name
 
 
-def test_a_tail_the_stream_did_not_keep_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tail_the_stream_did_not_keep_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A session whose exchange under way stays verbatim: with only its last message kept, the
     streamed fold cannot tell where that exchange starts, so the session is read again whole."""
     path = real("codex/edgerunner.jsonl")
