@@ -7,7 +7,8 @@
 For the Claude Code and Codex shapes (files generated from the real sessions by ``_gen.py``,
 cached as ``estimate.py`` caches them), each command runs once per size in a fresh child of the
 measured interpreter: ``estimate_file``, ``report_file`` and ``compact_file`` (offline digest,
-``force``, outputs to a temporary folder), each child with an empty cache folder of its own.
+``force``, outputs to a temporary folder; a pass refused for saving too little has read the
+whole file all the same, and is measured), each child with an empty cache folder of its own.
 ``peak MiB`` is the child's own high-water RSS (``VmHWM``; ``ru_maxrss`` would carry the parent's
 RSS over the fork), ``+MiB`` its growth over import and tokenizer load, and the slope is the
 least-squares growth of the peak in MiB per MB of input. It prints numbers and asserts nothing.
@@ -59,9 +60,13 @@ get_tokenizer("o200k")
 out = {"loaded_mb": hwm()}
 t = time.perf_counter()
 if what == "compact":
-    r = compact_file(args["path"], summarizer, summarizer_window=summarizer.window,
-                     options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir))
-    out["status"] = r.status
+    from ctxfold.errors import CtxfoldError
+    try:  # a pass refused (it would not shrink the request) has read the whole file all the same
+        r = compact_file(args["path"], summarizer, summarizer_window=summarizer.window,
+                         options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir))
+        out["status"] = r.status
+    except CtxfoldError as err:
+        out["status"] = "refused"
     shutil.rmtree(out_dir, ignore_errors=True)
 elif what == "report":
     report_file(args["path"], fmt=args["fmt"])
@@ -106,7 +111,8 @@ def rows(
     commands: Sequence[str] = COMMANDS,
 ) -> list[dict[str, Any]]:
     """One row per shape, size and command: ``format``, ``size_mb`` (the file's own), ``command``,
-    ``peak_mb`` and ``loaded_mb`` (MiB), ``seconds``, and ``status`` for compact."""
+    ``nominal_mb`` (the size asked for), ``peak_mb`` and ``loaded_mb`` (MiB), ``seconds``, and
+    ``status`` for compact."""
     found: list[dict[str, Any]] = []
     for fmt in formats:
         sources = generator_sources(fmt)
@@ -117,7 +123,15 @@ def rows(
             path, _ = generate(fmt, sources, size, seed=seed, out_dir=out)
             for what in commands:
                 r = run_child(python, what, path, fmt)
-                found.append({"format": fmt, "size_mb": path.stat().st_size / MB, "command": what, **r})
+                found.append(
+                    {
+                        "format": fmt,
+                        "nominal_mb": size,
+                        "size_mb": path.stat().st_size / MB,
+                        "command": what,
+                        **r,
+                    }
+                )
     return found
 
 
@@ -139,25 +153,27 @@ def slopes(found: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
 
 
 def print_table(found: Sequence[dict[str, Any]]) -> None:
-    sizes = sorted({round(r["size_mb"]) for r in found})
-    head = f"{'shape':<12} {'command':<9} " + " ".join(f"{f'{s} MB':>9}" for s in sizes)
+    sizes = sorted({r["nominal_mb"] for r in found})
+    head = f"{'shape':<12} {'command':<9} " + " ".join(f"{f'{s:g} MB':>9}" for s in sizes)
     head += f" {'+MiB':>7} {'MiB/MB':>7}"
     print(
-        f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]} MB"
+        f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]:g} MB"
     )
     print(head)
     print("-" * len(head))
     slope_of = slopes(found)
     for fmt in dict.fromkeys(r["format"] for r in found):
         for what in dict.fromkeys(r["command"] for r in found):
-            mine = {round(r["size_mb"]): r for r in found if r["format"] == fmt and r["command"] == what}
+            mine = {r["nominal_mb"]: r for r in found if r["format"] == fmt and r["command"] == what}
             if not mine:
                 continue
             cells = " ".join(f"{mine[s]['peak_mb']:>9.1f}" if s in mine else f"{'':>9}" for s in sizes)
             last = mine[max(mine)]
+            refused = [s for s, r in mine.items() if r.get("status") == "refused"]
             print(
                 f"{fmt:<12} {what:<9} {cells} {last['peak_mb'] - last['loaded_mb']:>+7.1f} "
                 f"{slope_of[(fmt, what)]:>7.3f}"
+                + (f"  (refused at {', '.join(f'{s:g}' for s in refused)} MB)" if refused else "")
             )
 
 
@@ -170,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands", default=",".join(COMMANDS), help="commands to measure")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help=f"folder for generated files ({default_dir()})")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
     args = ap.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",")] if args.sizes else list(QUICK if args.quick else SIZES)
     print(f"measuring {args.python}; generated files in {args.out or default_dir()}")
@@ -183,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if found:
         print_table(found)
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1))
     return 0
 
 
