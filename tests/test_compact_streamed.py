@@ -10,7 +10,7 @@ the outline the writers read). A refusal must be the same refusal."""
 
 from __future__ import annotations
 
-import itertools
+import random
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,8 +42,8 @@ class _Frozen(datetime):
 
 
 def _compact(path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    ids = (uuid.UUID(int=n, version=4) for n in itertools.count(1))
-    monkeypatch.setattr(uuid, "uuid4", lambda: next(ids))
+    draw = random.Random(20)  # the same ids in every run, each as random-looking as uuid4's
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=draw.getrandbits(128), version=4))
     for module in (statefile, formats_base, pi_writer, pi_session, genai_writer):
         monkeypatch.setattr(module, "datetime", _Frozen)
     summarizer = OfflineSummarizer()
@@ -77,10 +77,6 @@ def _runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[s
         # a context streams from its second message on (the first may be a summary the next replaces)
         if folded and len(current_context(load(str(path)).entries).messages) >= 2:
             assert folds, "the streamed run did not fold from the streamed readings"
-    with monkeypatch.context() as m:
-        m.setenv("CTXFOLD_STREAM_CHARS", "0")
-        m.setattr(streamed, "RETAIN_CHARS", 1)  # nothing but the last message kept: it reads again
-        out["fallback"] = _compact(path, tmp_path / "fallback", m)
     return out
 
 
@@ -102,7 +98,7 @@ def test_streamed_compaction_writes_what_the_whole_one_writes(
 ) -> None:
     runs = _runs(path, tmp_path, monkeypatch)
     whole = runs["whole"]
-    for name in ("outline", "streamed", "fallback"):
+    for name in ("outline", "streamed"):
         got = runs[name]
         if "files" in whole and "files" in got:
             assert got["files"].keys() == whole["files"].keys()

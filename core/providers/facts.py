@@ -317,10 +317,13 @@ class Gathering:
         self.intent = ""
 
     def add(self, i: int, m: Message) -> None:
-        if m.branch is not None:
-            return
+        if m.branch is None:
+            self.read(i, m, request_text(m), [inner_calls(outer) for outer in m.tool_calls])
+
+    def read(self, i: int, m: Message, req: str | None, inner: list[list[ToolCallPart]]) -> None:
+        """:meth:`add` of a main-branch message whose request text and inner calls (per tool
+        call) the caller has read already."""
         self.facts.messages += 1
-        req = request_text(m)
         if req:
             self.facts.requests.append((i, req))
             self.facts.said.append((i, req))
@@ -339,13 +342,13 @@ class Gathering:
             self.facts.last_assistant = (i, m.text.strip())
             self.facts.values.words(m.text, i)
             self.intent = m.text
-        for outer in m.tool_calls:
+        for outer, calls in zip(m.tool_calls, inner, strict=True):
             self.facts.tool_calls += 1
             self.pending.pop(outer.id, None)  # a reused id: an unanswered older call keeps "no result"
             before = self.early.pop(outer.id, None)
             touched: list[str] = []
             command: str | None = None
-            for call in inner_calls(outer):  # a code tool's script: the tools it calls
+            for call in calls:  # a code tool's script: the tools it calls
                 args = _args(call)  # parsed once for both readings
                 for path, action, lines in _touched(call, args):
                     use = self.facts.files.pop(path, None) or FileUse(i, i)

@@ -56,9 +56,11 @@ class Assessing:
         self.last_results = -1  # the last main message holding tool results
         self.speakers: list[int] = []  # assistant messages with words, after the newest request
 
-    def add(self, i: int, m: Message) -> None:
+    def add(self, i: int, m: Message, words: str | None = None) -> None:
+        """Read message ``i``; ``words``: its :func:`user_words`, when the caller has them."""
+        words = user_words(m) if words is None and m.role == "user" else words
         if self.open is not None:  # what _turn_final reads after the candidate
-            if user_words(m):
+            if words:
                 self.deliverable, self.open = self.open, None
             elif m.role == "assistant" and m.tool_calls and not is_synthetic(m):
                 self.open = None
@@ -67,7 +69,6 @@ class Assessing:
             self.speakers.append(i)
         if m.branch is not None:
             return
-        words = user_words(m)
         if words:
             self.request = (i, words)
             self.speakers = [j for j in self.speakers if j > i]
@@ -165,7 +166,8 @@ class TodoTracking:
         self.results: dict[str, ToolResultPart] = {}
         self.passed = Seen()  # the ids of the results not kept
 
-    def add(self, m: Message) -> None:
+    def add(self, m: Message, inner: list[list[ToolCallPart]] | None = None) -> None:
+        """Read ``m``; ``inner``: the inner calls of each of its tool calls, when read already."""
         if m.branch is not None:
             return
         for r in m.tool_results:
@@ -176,7 +178,9 @@ class TodoTracking:
         reminded = _reminder(m)
         if reminded:
             self.events.append(reminded)
-        for call in (inner for outer in m.tool_calls for inner in inner_calls(outer)):
+        if inner is None:
+            inner = [inner_calls(outer) for outer in m.tool_calls]
+        for call in (c for calls in inner for c in calls):
             key = _key(call.name)
             if key in ("updateplan", "taskcreate", "taskupdate") or key in _GENERIC:
                 self.events.append(call)
@@ -239,12 +243,19 @@ class Digesting:
         self.todos = TodoTracking()
         self.count = 0
 
-    def add(self, m: Message) -> None:
+    def add(self, m: Message, words: str | None = None) -> None:
+        """Read the next message; ``words``: its request text (:func:`user_words`), when the
+        caller has it (each reading needs it; it is found once)."""
         i = self.count
         self.count += 1
-        self.gathering.add(i, m)
-        self.assessing.add(i, m)
-        self.todos.add(m)
+        if m.branch is not None:
+            self.assessing.add(i, m)  # the others read the main conversation only
+            return
+        words = user_words(m) if words is None else words
+        inner = [inner_calls(outer) for outer in m.tool_calls]
+        self.gathering.read(i, m, words, inner)
+        self.assessing.add(i, m, words)
+        self.todos.add(m, inner)
 
     def result(self, recorded: str | None) -> Digested:
         return Digested(self.gathering.result(), self.assessing.result(), self.todos.result(), recorded)

@@ -87,12 +87,12 @@ class StreamedContext(Sequence[Message]):
         if i == 0:
             self.previous = summary_of(m)
         if i > 0 or self.previous is None:  # the body: what the summary folds
-            self.digesting.add(m)
+            words = request_text(m)
+            self.digesting.add(m, words)
             if len(self.body_head) < 2:
                 self.body_head.append(m)
-            text = request_text(m) if summary_of(m) is None else None
-            if text:
-                self.newest = text
+            if words and summary_of(m) is None:
+                self.newest = words
             self.quoted = continued_request(m) or self.quoted
         w = weight(m)
         self.tail.append((i, m, w))
