@@ -135,6 +135,10 @@ class StreamedContext(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         raise Unknowable("a streamed context cannot be read again whole")
 
+    def fold_streamed(self, **options: Any) -> Folded:
+        """:func:`fold_streamed` of this context (what the summary strategy calls)."""
+        return fold_streamed(self, **options)
+
     def latest_request(self) -> str | None:
         """:func:`~ctxfold.strategies.summary.latest_user_request` of the body."""
         return self.newest or self.quoted

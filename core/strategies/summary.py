@@ -236,14 +236,12 @@ class SummaryStrategy:
     uses_summarizer = True
 
     def apply(self, inp: StrategyInput) -> StrategyOutput:
-        from ctxfold.strategies.streamed import StreamedContext, fold_streamed  # it builds on this module
-
-        if isinstance(inp.messages, StreamedContext):  # a context too long to hold (compaction)
+        streamed = getattr(inp.messages, "fold_streamed", None)  # a context too long to hold
+        if streamed is not None:
             offline = answering_digest(inp.summarizer)
             if offline is None or inp.summarizer_window < UNLIMITED_WINDOW:
                 raise Unknowable("only the offline digest reads a streamed context")
-            folded = fold_streamed(
-                inp.messages,
+            folded = streamed(
                 counter=inp.counter,
                 summarizer=offline,
                 budget_tokens=inp.budget_tokens,
