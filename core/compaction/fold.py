@@ -90,7 +90,7 @@ def _fold(inp: FoldInput) -> Folded:
     if out.summary is not None and not out.summary.text.strip():
         raise UsageError(f"the summarizer ({out.summary.provider}) returned an empty summary")
     final, repairs = repair_pairs(out.messages, close_last=inp.close_last)
-    if list(out.messages) == list(inp.messages):  # the pass did nothing (a re-paired call is no shrink)
+    if _same(out.messages, inp.messages):  # the pass did nothing (a re-paired call is no shrink)
         raise NoShrinkError(
             f"refused: the {name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
             "try --strategy summary"
@@ -122,6 +122,11 @@ def _fold(inp: FoldInput) -> Folded:
         )
     tail = len(inp.messages) - out.folded if out.summary is not None and out.folded else 0
     return Folded(final, out.summary, (*out.notes, *repairs), after, budget, tail)
+
+
+def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    """Equal lists, by index (a streamed context is not read again whole)."""
+    return len(a) == len(b) and all(a[i] == b[i] for i in range(len(a)))
 
 
 def _cause(inp: FoldInput, summary: SummaryResult | None, budget: int) -> str:

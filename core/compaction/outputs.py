@@ -3,9 +3,10 @@
 ``NAME.compacted.jsonl`` (the input's own format), ``NAME.summary.md`` and ``NAME.ctxfold.json``
 go next to the input, in ``--out-dir``, or next to ``-o OUT``. One ``compact`` at a time holds
 the set's lock (``.NAME.ctxfold.lock`` beside them) from the existence check to the last write,
-so two runs never both write it. All three are rendered in memory first, then each is written
-atomically, the state last, naming the other two by their sha256: a reader that finds them
-disagreeing knows the set was never completed, and a failure anywhere leaves no partial file.
+so two runs never both write it. Each is written atomically (a temp file renamed when whole; the
+transcript streams into its temp file as the writer yields its lines, hashed on the way), the
+state last, naming the other two by their sha256: a reader that finds them disagreeing knows
+the set was never completed, and a failure anywhere leaves no partial file.
 An existing output is replaced only with ``force`` (or when it belongs to this state's run).
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ctxfold.atomic import write_atomic
+from ctxfold.atomic import atomic_writer, write_atomic
 from ctxfold.compaction.statefile import State
 from ctxfold.errors import OutputError, UsageError
 from ctxfold.formats.registry import writer
@@ -106,17 +107,29 @@ def write_outputs(
     outs: Outputs, compacted: Transcript, state: State, *, force: bool, to: str | None = None
 ) -> Outputs:
     ensure_writable(outs, force=force)
-    fmt, transcript_bytes = render_transcript(compacted, to)
+    fmt, transcript_sha = write_transcript(outs.compacted, compacted, to)
     summary_bytes = render_summary(state, outs.compacted, fmt)
-    hashes = {"compacted": _sha256(transcript_bytes), "summary": _sha256(summary_bytes)}
+    hashes = {"compacted": transcript_sha, "summary": _sha256(summary_bytes)}
     state_bytes = replace(state, outputs=hashes).to_json()
-    for path, data in (
-        (outs.compacted, transcript_bytes),
-        (outs.summary, summary_bytes),
-        (outs.state, state_bytes),
-    ):
+    for path, data in ((outs.summary, summary_bytes), (outs.state, state_bytes)):
         write_atomic(path, data)
     return Outputs(outs.compacted, outs.summary, outs.state, fmt)
+
+
+def write_transcript(path: Path, t: Transcript, to: str | None = None) -> tuple[str, str]:
+    """Write ``t`` in its own format (or ``to``'s) line by line as the writer yields them, into
+    a temp file renamed over ``path`` only when whole; the format and the file's sha256."""
+    fmt, module = writer(to or t.source_format)
+    digest = hashlib.sha256()
+    try:
+        with atomic_writer(path) as f:
+            for line in module.write(t):
+                data = line + b"\n"
+                digest.update(data)
+                f.write(data)
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None
+    return fmt, digest.hexdigest()
 
 
 def _sha256(data: bytes) -> str:

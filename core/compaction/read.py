@@ -3,13 +3,16 @@ it streams (the input is never written to)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from ctxfold.compaction.carry_on import in_a_store
 from ctxfold.compaction.options import DEFAULT_OUT_DIR, CompactOptions
 from ctxfold.compaction.outputs import Outputs, outputs_for
+from ctxfold.compaction.skeleton import STREAM_CHARS, Outline, Outlining
 from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
@@ -35,6 +38,11 @@ class Read:
     state: State | None
     skipped: list[str]
     in_store: str | None = None  # the harness whose session folder holds the input
+    outline: Outline | None = None  # read streaming: ``transcript`` is the writers' outline only
+
+    @property
+    def entries(self) -> int:
+        return self.outline.entries if self.outline is not None else len(self.transcript.entries)
 
 
 def place_outputs(path: str, opts: CompactOptions) -> tuple[Outputs, str | None]:
@@ -48,12 +56,17 @@ def place_outputs(path: str, opts: CompactOptions) -> tuple[Outputs, str | None]
     return outputs_for(path, out_dir=out_dir, output=opts.output), harness
 
 
-def read_input(path: str, opts: CompactOptions, config: Config | None, place: Place) -> Read:
-    """Parse the file once: it is kept in memory for writing and estimated as it streams."""
+def read_input(
+    path: str, opts: CompactOptions, config: Config | None, place: Place, *, stream: bool = False
+) -> Read:
+    """Parse the file once, estimating as it streams. The entries are kept in memory, or with
+    ``stream`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`); a context
+    that streams needs the summary strategy and the offline digest."""
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
+    outlining = Outlining(True, stream_chars()) if stream else None
     est = estimate_entries(
-        _keeping(opened.entries, kept),
+        outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),
         opened.format,
         opened.path,
         model=opts.model,
@@ -64,8 +77,26 @@ def read_input(path: str, opts: CompactOptions, config: Config | None, place: Pl
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None
     est.notes = list(opened.warnings)  # filled as the entries were read
+    skipped = [str(e) for e in opened.skipped]
+    if outlining is not None:
+        outline = outlining.result(opened.format, opened.path)
+        return Read(outline.transcript, est, outs, state, skipped, place.in_store, outline)
     transcript = materialize(kept, opened.format, opened.path)
-    return Read(transcript, est, outs, state, [str(e) for e in opened.skipped], place.in_store)
+    return Read(transcript, est, outs, state, skipped, place.in_store)
+
+
+def reread(path: str, opts: CompactOptions, entries: int) -> Transcript:
+    """The first ``entries`` entries, kept whole: when a streamed context turns out to need a
+    message it did not keep (a live file may have grown since: the rest is left out)."""
+    opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
+    return materialize(list(islice(opened.entries, entries)), opened.format, opened.path)
+
+
+def stream_chars() -> int:
+    """How many characters of context ``compact`` keeps before it streams the rest;
+    ``CTXFOLD_STREAM_CHARS`` sets it (0 streams every context: the tests' check of the path)."""
+    raw = os.environ.get("CTXFOLD_STREAM_CHARS", "")
+    return int(raw) if raw.isdigit() else STREAM_CHARS
 
 
 def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:

@@ -40,9 +40,12 @@ def new_state(
     digest: tuple[str, int],
     strategy: str,
     settings: dict[str, Any] | None = None,
+    entries: tuple[int, str] | None = None,
 ) -> State:
     """The state after this pass: ``tokens`` is (predicted before, predicted after), ``digest``
-    the (sha256, size) of the whole input as it was read."""
+    the (sha256, size) of the whole input as it was read, ``entries`` (how many, the last one's
+    sha256) when ``t`` holds an outline of them only."""
+    count, last_sha = entries or (len(t.entries), entry_sha256(t.entries[-1]) if t.entries else "")
     last_real = next((q for q in reversed(est.requests) if q.real is not None), None)
     model = summary.model if summary else None
     before, after = tokens
@@ -51,10 +54,10 @@ def new_state(
         source_name=Path(t.path or "-").name,
         source_format=t.source_format,
         session_id=t.session_id,
-        watermark=len(t.entries),
+        watermark=count,
         prefix_bytes=size,
         prefix_sha256=full,
-        last_entry_sha256=entry_sha256(t.entries[-1]) if t.entries else "",
+        last_entry_sha256=last_sha,
         summary=summary_text,
         tokens_at_summarization=before,
         tokens_after=after,
@@ -76,7 +79,7 @@ def new_state(
         passes=list(old.passes) if old else [],
         settings=dict(settings or {}),
     )
-    state.passes.append(Pass(now(), len(t.entries), before, after, strategy, state.provider, model))
+    state.passes.append(Pass(now(), count, before, after, strategy, state.provider, model))
     return state
 
 

@@ -4,6 +4,7 @@ the decision depended on are the same; otherwise the session is decided afresh, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from ctxfold.compaction.read import Read
 from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, settings_changes
 from ctxfold.errors import ChangedPrefixError
 from ctxfold.providers.base import Summarizer
+from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.strategies.summary import summary_message
 from ctxfold.tokens.estimate import FileEstimate
 from ctxfold.transcript.context import Context, current_context
@@ -27,7 +29,7 @@ class Resumed:
 
     state: State | None
     ctx: Context
-    messages: list[Message]
+    messages: Sequence[Message]  # a list, or a long context's messages as they streamed by
     incremental: bool
     digest: tuple[str, int] | None
     changed: tuple[str, ...] = ()  # the settings that differ from the state's (it was set aside)
@@ -63,6 +65,10 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     whole session is folded again (``--force`` always redoes, never answers "up to date"); so it
     is when the state was written with other ``settings`` (its summary and outputs are not what
     this run asks for)."""
+    if read.outline is not None:  # read streaming: no state file was there, the context was built as it read
+        ctx = read.outline.context
+        messages = ctx.messages if isinstance(ctx.messages, StreamedContext) else list(ctx.messages)
+        return Resumed(None, ctx, messages, False, None)
     state, start, digest = read.state, 0, None
     changed: list[str] = []
     if state is not None and path != "-":

@@ -20,7 +20,7 @@ nothing is written (``force`` folds anyway); a dry run stops before the summariz
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from ctxfold.compaction.outputs import (
     locked,
     write_outputs,
 )
-from ctxfold.compaction.read import Place, Read, place_outputs, read_input
+from ctxfold.compaction.read import Place, Read, place_outputs, read_input, reread
 from ctxfold.compaction.record import compacted_transcript, new_state
 from ctxfold.compaction.resume import Resumed, decision_settings, resume
 from ctxfold.compaction.statefile import State, file_hashes
@@ -47,7 +47,9 @@ from ctxfold.formats.base import CarryOn
 from ctxfold.formats.registry import WRITERS
 from ctxfold.names import did_you_mean
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
-from ctxfold.strategies.base import MIN_SHRINK, get_strategy
+from ctxfold.providers.offline import answering_digest
+from ctxfold.providers.streamed import Unknowable
+from ctxfold.strategies.base import MIN_SHRINK, Strategy, get_strategy
 from ctxfold.strategies.summary import UNLIMITED_WINDOW
 from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.tokenizers import get_tokenizer
@@ -130,7 +132,11 @@ def _compact(
     place: Place,
 ) -> CompactResult:
     strategy = get_strategy(opts.strategy)
-    read = read_input(path, opts, config, place)
+    stream = _can_stream(path, opts, summarizer, summarizer_window, place)
+    try:
+        read = read_input(path, opts, config, place, stream=stream)
+    except Unknowable:  # a compaction recorded in the log keeps messages that streamed by
+        read = read_input(path, opts, config, place)
     settings = decision_settings(read.est, opts, summarizer)
     resumed = resume(read, path, opts.force, settings)
     now = decide_now(read, resumed, opts, profiles)
@@ -166,27 +172,12 @@ def _compact(
     if not opts.dry_run:  # before any summarizer is paid for
         ensure_writable(read.outs, force=opts.force or read.state is not None)
     try:
-        folded = fold(
-            FoldInput(
-                messages=resumed.messages,
-                strategy=strategy,
-                counter=now.counter,
-                policy=now.policy,
-                calibrator=now.calibrator,
-                fixed=now.fixed,
-                before=now.decision,
-                # a dry run calls nothing, but a pass that needs no summary (a sliding window,
-                # masking) is run, so that it shows the result, or the refusal, of the real one
-                summarizer=_stop_before_summarizing if opts.dry_run else summarizer,
-                summarizer_window=summarizer_window or UNLIMITED_WINDOW,
-                instructions=opts.instructions,
-                keep_observations=opts.keep_observations,
-                min_shrink=MIN_SHRINK,
-                close_last=True,  # the compacted session is resumed later, with a new turn after it
-                source=None if path == "-" else str(Path(path).resolve()),
-                source_range=_folded_range(read.transcript, resumed),
-            )
-        )
+        try:
+            folded = _fold(read, resumed, now, strategy, summarizer, summarizer_window, path, opts)
+        except Unknowable:  # the streamed readings cannot tell: fold the session read whole
+            whole = replace(read, transcript=reread(path, opts, read.entries), outline=None)
+            read, resumed = whole, resume(whole, path, opts.force, settings)
+            folded = _fold(read, resumed, now, strategy, summarizer, summarizer_window, path, opts)
     except _WouldSummarize:
         result.status = "dry-run"
         return result
@@ -204,6 +195,55 @@ def _compact(
     return result
 
 
+def _can_stream(
+    path: str, opts: CompactOptions, summarizer: Summarizer, window: int | None, place: Place
+) -> bool:
+    """A long context may stream by (``compact`` keeps only what the offline digest and the
+    kept tail need) on a first summary pass of a file with the offline digest; a state file
+    (an incremental pass), another strategy or summarizer, stdin or a dry run keep it whole."""
+    return (
+        path != "-"
+        and not opts.dry_run
+        and opts.strategy == "summary"
+        and answering_digest(summarizer) is not None
+        and (window is None or window >= UNLIMITED_WINDOW)
+        and not place.outs.state.exists()
+    )
+
+
+def _fold(
+    read: Read,
+    resumed: Resumed,
+    now: Now,
+    strategy: Strategy,
+    summarizer: Summarizer,
+    summarizer_window: int | None,
+    path: str,
+    opts: CompactOptions,
+) -> Folded:
+    return fold(
+        FoldInput(
+            messages=resumed.messages,
+            strategy=strategy,
+            counter=now.counter,
+            policy=now.policy,
+            calibrator=now.calibrator,
+            fixed=now.fixed,
+            before=now.decision,
+            # a dry run calls nothing, but a pass that needs no summary (a sliding window,
+            # masking) is run, so that it shows the result, or the refusal, of the real one
+            summarizer=_stop_before_summarizing if opts.dry_run else summarizer,
+            summarizer_window=summarizer_window or UNLIMITED_WINDOW,
+            instructions=opts.instructions,
+            keep_observations=opts.keep_observations,
+            min_shrink=MIN_SHRINK,
+            close_last=True,  # the compacted session is resumed later, with a new turn after it
+            source=None if path == "-" else str(Path(path).resolve()),
+            source_range=_folded_range(read.entries, resumed),
+        )
+    )
+
+
 def _carry_on(outs: Outputs, compacted: Transcript, opts: CompactOptions) -> CarryOn | None:
     fmt = outs.written_format or compacted.source_format
     carry = plan(fmt, compacted, outs.compacted, opts.home)
@@ -212,9 +252,8 @@ def _carry_on(outs: Outputs, compacted: Transcript, opts: CompactOptions) -> Car
     return carry
 
 
-def _folded_range(t: Transcript, resumed: Resumed) -> str:
+def _folded_range(total: int, resumed: Resumed) -> str:
     """Which entries of the session the pass folds, in words the summary can quote."""
-    total = len(t.entries)
     first = resumed.ctx.start + 1
     if resumed.incremental:
         return f"entries {first}–{total} of {total}, after an earlier ctxfold summary"
@@ -301,6 +340,7 @@ def write(
         digest=digest,
         strategy=strategy,
         settings=settings,
+        entries=(read.outline.entries, read.outline.last_sha256) if read.outline is not None else None,
     )
     # the model the estimate settled on (the session's current one) when the log named it
     model = est.model.name if est.model_source == "log" else resumed.ctx.model

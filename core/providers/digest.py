@@ -35,6 +35,7 @@ from ctxfold.providers.lines import (
 from ctxfold.providers.render import clip
 from ctxfold.providers.rules import standing_rules
 from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, Standing, assess
+from ctxfold.providers.streamed import Digested
 from ctxfold.providers.todos import current_todos, todos_from_summary
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 
@@ -286,14 +287,25 @@ def _next_steps(
 
 def digest(request: SummaryRequest, *, tokenizer: Tokenizer | None = None) -> str:
     """The digest of ``request.messages``, at most ``request.budget_tokens`` o200k tokens."""
+    messages = request.messages
+    todos = current_todos(messages, request.todos)
+    return digest_of(
+        request,
+        Digested(gather(messages), assess(messages), todos, recorded_summary(messages)),
+        tokenizer=tokenizer,
+    )
+
+
+def digest_of(request: SummaryRequest, read: Digested, *, tokenizer: Tokenizer | None = None) -> str:
+    """The digest from what was read off the conversation (as it streamed by, for a session too
+    long to hold: ``request.messages`` is not read; ``read.todos`` is the caller's list when the
+    request gives one)."""
     tok = tokenizer or get_tokenizer("o200k")
-    facts = gather(request.messages)
-    st = assess(request.messages)
-    todos = current_todos(request.messages, request.todos)
+    facts, st, todos = read.facts, read.standing, read.todos
     todo_lines = (
         [t.line() for t in todos] if todos is not None else todos_from_summary(request.previous_summary)
     )
-    previous = carried(request.previous_summary or recorded_summary(request.messages))
+    previous = carried(request.previous_summary or read.recorded)
     rules = standing_rules(text for _, text in facts.said)
     lines = _state_lines(request, facts, st)
     known = {ln.text for ln in previous if ln.section == RULES}

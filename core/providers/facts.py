@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,7 +264,7 @@ _RUNNERS = {
 }
 
 
-def _what(tool: str, cmd: str | None, paths: list[str]) -> set[str]:
+def _what(tool: str, cmd: str | None, paths: Sequence[str]) -> set[str]:
     """What a later success must share to settle a failure: each program of a command (with its
     subcommand, for runners such as npm or git), else the tool and the file it worked on."""
     if not cmd:
@@ -296,91 +297,109 @@ def _no_match(cmd: str | None, status: str, result: ToolResultPart) -> bool:
 
 
 def gather(messages: Sequence[Message]) -> Facts:
-    facts = Facts()
-    names: dict[str, str] = {}
-    pending: dict[str, list[int]] = {}  # call id → its commands in facts.commands, until its result
-    early: dict[str, ToolResultPart] = {}  # results written before their call (Claude Code can)
-    calls: dict[str, tuple[str | None, list[str], bool]] = {}  # call id → (command, paths, failure expected)
-    failing: list[tuple[set[str], tuple[int, str, str]]] = []  # failures that still stand
-    intent = ""
+    g = Gathering()
     for i, m in enumerate(messages):
-        if m.branch is not None:
-            continue
-        facts.messages += 1
-        req = request_text(m)
+        g.add(i, m)
+    return g.result()
+
+
+class Gathering:
+    """:func:`gather` one message at a time, so a long conversation can stream through it (what
+    it keeps grows with the calls and requests, not with the text)."""
+
+    def __init__(self) -> None:
+        self.facts = Facts()
+        self.pending: dict[str, list[int]] = {}  # call id → its commands in facts.commands, until its result
+        self.early: dict[str, ToolResultPart] = {}  # results written before their call (Claude Code can)
+        # call id → (tool name, command, paths, failure expected), of the latest call with that id
+        self.calls: dict[str, tuple[str, str | None, tuple[str, ...], bool]] = {}
+        self.failing: list[tuple[set[str], tuple[int, str, str]]] = []  # failures that still stand
+        self.intent = ""
+
+    def add(self, i: int, m: Message) -> None:
+        if m.branch is None:
+            self.read(i, m, request_text(m), [inner_calls(outer) for outer in m.tool_calls])
+
+    def read(self, i: int, m: Message, req: str | None, inner: list[list[ToolCallPart]]) -> None:
+        """:meth:`add` of a main-branch message whose request text and inner calls (per tool
+        call) the caller has read already."""
+        self.facts.messages += 1
         if req:
-            facts.requests.append((i, req))
-            facts.said.append((i, req))
-            facts.values.words(req, i)
-            intent = ""
+            self.facts.requests.append((i, req))
+            self.facts.said.append((i, req))
+            self.facts.values.words(req, i)
+            self.intent = ""
         setting = harness.harness_command(m)
         if setting:
-            facts.values.setting(setting, i)
+            self.facts.values.setting(setting, i)
         branch = m.extra.get("gitBranch")
         if isinstance(branch, str):
-            facts.values.branch(branch, i)
+            self.facts.values.branch(branch, i)
         if m.role == "assistant" and m.text.strip() and not harness.is_synthetic(m):
-            if failing and failing[-1][1][0] == i - 1 and _CONFIRMED.search(m.text):
-                failing.pop()  # the agent says the failure was the one it meant to see
-                facts.settled += 1
-            facts.last_assistant = (i, m.text.strip())
-            facts.values.words(m.text, i)
-            intent = m.text
-        for outer in m.tool_calls:
-            facts.tool_calls += 1
-            names[outer.id] = outer.name
-            pending.pop(outer.id, None)  # a reused id: an unanswered older call keeps "no result"
-            before = early.pop(outer.id, None)
+            if self.failing and self.failing[-1][1][0] == i - 1 and _CONFIRMED.search(m.text):
+                self.failing.pop()  # the agent says the failure was the one it meant to see
+                self.facts.settled += 1
+            self.facts.last_assistant = (i, m.text.strip())
+            self.facts.values.words(m.text, i)
+            self.intent = m.text
+        for outer, calls in zip(m.tool_calls, inner, strict=True):
+            self.facts.tool_calls += 1
+            self.pending.pop(outer.id, None)  # a reused id: an unanswered older call keeps "no result"
+            before = self.early.pop(outer.id, None)
             touched: list[str] = []
             command: str | None = None
-            for call in inner_calls(outer):  # a code tool's script: the tools it calls
+            for call in calls:  # a code tool's script: the tools it calls
                 args = _args(call)  # parsed once for both readings
                 for path, action, lines in _touched(call, args):
-                    use = facts.files.pop(path, None) or FileUse(i, i)
+                    use = self.facts.files.pop(path, None) or FileUse(i, i)
                     use.note(i, action, lines)
-                    facts.files[path] = use
+                    self.facts.files[path] = use
                     touched.append(path)
                 cmd = shell_command(call, args)
                 if cmd:
                     command = command or cmd
-                    facts.values.command(cmd, i)
-                    facts.commands.append((i, cmd, exit_status(before)))
-                    pending.setdefault(outer.id, []).append(len(facts.commands) - 1)
-            calls[outer.id] = (command, touched, bool(_EXPECTED.search(intent)))
+                    self.facts.values.command(cmd, i)
+                    self.facts.commands.append((i, cmd, exit_status(before)))
+                    self.pending.setdefault(outer.id, []).append(len(self.facts.commands) - 1)
+            expected = bool(_EXPECTED.search(self.intent))
+            self.calls[outer.id] = (sys.intern(outer.name), command, tuple(touched), expected)
         for res in m.tool_results:
-            tool = res.name or names.get(res.call_id, "tool")
+            known = self.calls.get(res.call_id)
+            tool = res.name or (known[0] if known is not None else "tool")
             said = harness.rejection_words(res)
             if said:
-                facts.said.append((i, said))
-                facts.requests.append((i, f"(said when rejecting a {tool} call) {said}"))
+                self.facts.said.append((i, said))
+                self.facts.requests.append((i, f"(said when rejecting a {tool} call) {said}"))
             # a result answers the latest call with its id (some servers number ids from 0 each turn)
-            ks = pending.pop(res.call_id, None)
+            ks = self.pending.pop(res.call_id, None)
             status = None
             if ks is not None:
                 status = exit_status(res)
                 for k in ks:
-                    j, cmd, _ = facts.commands[k]
-                    facts.commands[k] = (j, cmd, status)
-            elif res.call_id not in names:
-                early[res.call_id] = res
-            facts.values.output(res.text, i)
-            command, touched, expected = calls.get(res.call_id, (None, [], False))
-            keys = _what(tool, command, touched)
+                    j, cmd, _ = self.facts.commands[k]
+                    self.facts.commands[k] = (j, cmd, status)
+            elif known is None:
+                self.early[res.call_id] = res
+            self.facts.values.output(res.text, i)
+            _, command, paths, expected = known or ("", None, (), False)
+            keys = _what(tool, command, paths)
             if failed(res, tool, status):
                 line = error_text(res)
-                facts.errors.pop(f"{tool}: {line}", None)
-                facts.errors[f"{tool}: {line}"] = i
+                self.facts.errors.pop(f"{tool}: {line}", None)
+                self.facts.errors[f"{tool}: {line}"] = i
                 if expected or _no_match(command, status or "", res) or said:
-                    facts.settled += 1
+                    self.facts.settled += 1
                 else:
-                    failing = [f for f in failing if f[0] != keys]
-                    failing.append((keys, (i, command or f"{tool} {' '.join(touched)}".strip(), line)))
+                    self.failing = [f for f in self.failing if f[0] != keys]
+                    self.failing.append((keys, (i, command or f"{tool} {' '.join(paths)}".strip(), line)))
             else:
-                still = [f for f in failing if not _settles(f[0], keys)]
-                facts.settled += len(failing) - len(still)
-                failing = still
-    facts.open_errors = [f for _, f in failing]
-    return facts
+                still = [f for f in self.failing if not _settles(f[0], keys)]
+                self.facts.settled += len(self.failing) - len(still)
+                self.failing = still
+
+    def result(self) -> Facts:
+        self.facts.open_errors = [f for _, f in self.failing]
+        return self.facts
 
 
 def _touched(call: ToolCallPart, args: Any) -> list[tuple[str, str, tuple[int, int] | None]]:

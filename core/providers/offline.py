@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from types import TracebackType
 
 from ctxfold.providers.base import SummaryRequest, SummaryResult
-from ctxfold.providers.digest import digest
+from ctxfold.providers.digest import digest, digest_of
+from ctxfold.providers.streamed import Digested, Unknowable
 
 
 class OfflineSummarizer:
@@ -48,6 +49,14 @@ class OfflineSummarizer:
             raise out
         return SummaryResult(out, provider=self.provider, model="scripted")
 
+    def digested(self, request: SummaryRequest, read: Digested) -> SummaryResult:
+        """The digest from readings taken as the conversation streamed by (``compact`` of a
+        session too long to hold): the answer :meth:`__call__` gives on the whole list."""
+        if self.scripted is not None:
+            raise Unknowable("a scripted summarizer answers from its script, in order")
+        self.requests.append(request)
+        return SummaryResult(digest_of(request, read), provider=self.provider)
+
     @property
     def unused(self) -> int:
         return len(self.scripted) - self._next if self.scripted is not None else 0
@@ -67,3 +76,12 @@ class OfflineSummarizer:
     ) -> None:
         if kind is None:
             self.assert_used()
+
+
+def answering_digest(summarizer: object) -> OfflineSummarizer | None:
+    """The offline digest that answers for ``summarizer``: itself, or a chain's first provider
+    (``make_summarizer("offline")``; the digest never fails, so the chain never moves on), when
+    it digests rather than plays a script."""
+    links = getattr(summarizer, "links", None)
+    first = links[0] if isinstance(links, list) and links else summarizer
+    return first if isinstance(first, OfflineSummarizer) and first.scripted is None else None

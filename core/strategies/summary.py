@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
+from ctxfold.providers.offline import answering_digest
 from ctxfold.providers.render import clip
 from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, Standing, assess
+from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
@@ -234,7 +236,25 @@ class SummaryStrategy:
     uses_summarizer = True
 
     def apply(self, inp: StrategyInput) -> StrategyOutput:
-        folded = fold(
+        streamed = getattr(inp.messages, "fold_streamed", None)  # a context too long to hold
+        if streamed is not None:
+            offline = answering_digest(inp.summarizer)
+            if offline is None or inp.summarizer_window < UNLIMITED_WINDOW:
+                raise Unknowable("only the offline digest reads a streamed context")
+            folded = streamed(
+                counter=inp.counter,
+                summarizer=offline,
+                budget_tokens=inp.budget_tokens,
+                instructions=inp.instructions,
+                source=inp.source,
+                source_range=inp.source_range,
+            )
+        else:
+            folded = self._fold(inp)
+        return self._output(inp, folded)
+
+    def _fold(self, inp: StrategyInput) -> Folded:
+        return fold(
             inp.messages,
             counter=inp.counter,
             summarizer=inp.summarizer,
@@ -245,6 +265,8 @@ class SummaryStrategy:
             source_range=inp.source_range,
             keep_tail=True,
         )
+
+    def _output(self, inp: StrategyInput, folded: Folded) -> StrategyOutput:
         notes = (
             (f"{folded.dropped} oldest message(s) left out of the summarizer's input to fit its window",)
             if folded.dropped

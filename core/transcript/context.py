@@ -36,9 +36,24 @@ class Context:
 
 
 def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
-    ctx = Context(start=start)
-    held: str | None = None  # a compaction's summary, until the next message says if it holds it
-    for i, e in enumerate(entries):
+    building = Building(start)
+    for e in entries:
+        building.add(e)
+    return building.ctx
+
+
+class Building:
+    """:func:`current_context` one entry at a time (``compact`` streams a long file through it)."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.ctx = Context(start=start)
+        self.start = start  # entries before it update the context's settings only
+        self.held: str | None = None  # a compaction's summary, until the next message says if it holds it
+        self.i = 0
+
+    def add(self, e: Entry) -> None:
+        ctx, i = self.ctx, self.i
+        self.i += 1
         if isinstance(e, ContextUpdate):
             ctx.system = e.system if e.system is not None else ctx.system
             ctx.tools = e.tools if e.tools is not None else ctx.tools
@@ -47,33 +62,35 @@ def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
             ctx.model = e.model or ctx.model
             ctx.context_window = e.context_window or ctx.context_window
             ctx.session_id = e.session_id or ctx.session_id
-        if i < start:
-            continue
+        if i < self.start:
+            return
+        held = self.held
         if isinstance(e, Message):
             if e.branch is None:
                 if held is not None and held in e.text and ctx.messages:
                     del ctx.messages[0]  # ctxfold's own: the summary message is what was sent
-                held = None
+                self.held = None
                 ctx.messages.append(e)
         elif isinstance(e, CompactionMarker):
             ctx.messages = after_compaction(ctx.messages, e)
             ctx.start = i + 1
             only_summary = e.replacement is None and len(ctx.messages) == 1  # nothing kept after it
-            held = e.summary if e.summary and only_summary else None  # as tokens/session.py holds it
+            self.held = e.summary if e.summary and only_summary else None  # as tokens/session.py holds it
         elif isinstance(e, ContextReset):
             ctx.messages = []
             ctx.start = i + 1
-            held = None
+            self.held = None
         elif not isinstance(e, ContextUpdate):
-            held = None  # an API error between: the summary stays at the head, as the counter has it
-    return ctx
+            self.held = None  # an API error between: the summary stays at the head, as the counter has it
 
 
 def after_compaction(messages: list[Message], m: CompactionMarker) -> list[Message]:
     if m.replacement is not None:
         return list(m.replacement)
     kept: list[Message] = []
-    if m.first_kept_id is not None:
+    if m.first_kept_id is not None and hasattr(messages, "kept_from"):  # a streamed context
+        kept = messages.kept_from(m.first_kept_id)
+    elif m.first_kept_id is not None:
         ids = [x.id for x in messages]
         if m.first_kept_id in ids:
             kept = messages[ids.index(m.first_kept_id) :]

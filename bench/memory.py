@@ -1,0 +1,209 @@
+"""Peak memory of ``estimate``, ``report`` and ``compact`` as the input grows.
+
+    python bench/memory.py                       # 50, 100 and 200 MB of each shape
+    python bench/memory.py --quick               # 5, 10 and 20 MB: a fast check
+    python bench/memory.py --sizes 25,50 --python /path/to/other/venv/bin/python
+
+For the Claude Code and Codex shapes (files generated from the real sessions by ``_gen.py``,
+cached as ``estimate.py`` caches them), each command runs once per size in a fresh child of the
+measured interpreter: ``estimate_file``, ``report_file`` and ``compact_file`` (offline digest,
+``force``, outputs to a temporary folder; a pass refused for saving too little has read the
+whole file all the same, and is measured), each child with an empty cache folder of its own.
+``peak MiB`` is the child's own high-water RSS (``VmHWM``; ``ru_maxrss`` would carry the parent's
+RSS over the fork), ``+MiB`` its growth over import and tokenizer load, and the slope is the
+least-squares growth of the peak in MiB per MB of input. It prints numbers and asserts nothing.
+The issue's target: ``compact`` at most 160 MB on 200 MB, not growing with the input.
+
+:func:`rows` returns the measurements, for ``speed.py`` to print beside its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _gen import MB, default_dir, generate
+from estimate import GENERATED_FORMATS, generator_sources
+
+COMMANDS = ("estimate", "report", "compact")
+SIZES = (50.0, 100.0, 200.0)
+QUICK = (5.0, 10.0, 20.0)
+
+_CHILD = r"""
+import json, shutil, sys, tempfile, time
+args = json.loads(sys.argv[1])
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+from ctxfold.tokens.tokenizers import get_tokenizer
+what = args["what"]
+if what == "compact":
+    from ctxfold.compaction.run import CompactOptions, compact_file
+    from ctxfold.providers.registry import make_summarizer
+    summarizer = make_summarizer("offline")
+    out_dir = tempfile.mkdtemp(prefix="ctxfold-bench-memory-")
+elif what == "report":
+    from ctxfold.engine.replay import report_file
+else:
+    from ctxfold.tokens.estimate import estimate_file
+get_tokenizer("o200k")
+out = {"loaded_mb": hwm()}
+t = time.perf_counter()
+if what == "compact":
+    from ctxfold.errors import CtxfoldError
+    try:  # a pass refused (it would not shrink the request) has read the whole file all the same
+        r = compact_file(args["path"], summarizer, summarizer_window=summarizer.window,
+                         options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir))
+        out["status"] = r.status
+    except CtxfoldError as err:
+        out["status"] = "refused"
+    shutil.rmtree(out_dir, ignore_errors=True)
+elif what == "report":
+    report_file(args["path"], fmt=args["fmt"])
+else:
+    estimate_file(args["path"], fmt=args["fmt"])
+out["seconds"] = time.perf_counter() - t
+out["peak_mb"] = hwm()
+print(json.dumps(out))
+"""
+
+
+def child_env(cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["XDG_CACHE_HOME"] = str(cache)
+    env.pop("CTXFOLD_WORKERS", None)
+    return env
+
+
+def run_child(python: str, what: str, path: Path, fmt: str) -> dict[str, Any]:
+    job = json.dumps({"what": what, "path": str(path), "fmt": fmt})
+    with tempfile.TemporaryDirectory(prefix="ctxfold-bench-cache-") as cache:
+        proc = subprocess.run(
+            [python, "-c", _CHILD, job],
+            capture_output=True,
+            text=True,
+            env=child_env(Path(cache)),
+            check=False,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} child failed on {path.name}:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def rows(
+    sizes: Sequence[float] = SIZES,
+    formats: Sequence[str] = GENERATED_FORMATS,
+    *,
+    python: str = sys.executable,
+    seed: int = 0,
+    out: Path | None = None,
+    commands: Sequence[str] = COMMANDS,
+) -> list[dict[str, Any]]:
+    """One row per shape, size and command: ``format``, ``size_mb`` (the file's own), ``command``,
+    ``nominal_mb`` (the size asked for), ``peak_mb`` and ``loaded_mb`` (MiB), ``seconds``, and
+    ``status`` for compact."""
+    found: list[dict[str, Any]] = []
+    for fmt in formats:
+        sources = generator_sources(fmt)
+        if not sources:
+            print(f"{fmt}: no real sessions to build a file from; skipped", file=sys.stderr)
+            continue
+        for size in sizes:
+            path, _ = generate(fmt, sources, size, seed=seed, out_dir=out)
+            for what in commands:
+                r = run_child(python, what, path, fmt)
+                found.append(
+                    {
+                        "format": fmt,
+                        "nominal_mb": size,
+                        "size_mb": path.stat().st_size / MB,
+                        "command": what,
+                        **r,
+                    }
+                )
+    return found
+
+
+def slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of (x, y) points (0 for fewer than two sizes)."""
+    if len({x for x, _ in points}) < 2:
+        return 0.0
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+
+
+def slopes(found: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """MiB of peak per MB of input, per (format, command)."""
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r in found:
+        groups.setdefault((r["format"], r["command"]), []).append((r["size_mb"], r["peak_mb"]))
+    return {k: slope(v) for k, v in groups.items()}
+
+
+def print_table(found: Sequence[dict[str, Any]]) -> None:
+    sizes = sorted({r["nominal_mb"] for r in found})
+    head = f"{'shape':<12} {'command':<9} " + " ".join(f"{f'{s:g} MB':>9}" for s in sizes)
+    head += f" {'+MiB':>7} {'MiB/MB':>7}"
+    print(
+        f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]:g} MB"
+    )
+    print(head)
+    print("-" * len(head))
+    slope_of = slopes(found)
+    for fmt in dict.fromkeys(r["format"] for r in found):
+        for what in dict.fromkeys(r["command"] for r in found):
+            mine = {r["nominal_mb"]: r for r in found if r["format"] == fmt and r["command"] == what}
+            if not mine:
+                continue
+            cells = " ".join(f"{mine[s]['peak_mb']:>9.1f}" if s in mine else f"{'':>9}" for s in sizes)
+            last = mine[max(mine)]
+            refused = [s for s, r in mine.items() if r.get("status") == "refused"]
+            print(
+                f"{fmt:<12} {what:<9} {cells} {last['peak_mb'] - last['loaded_mb']:>+7.1f} "
+                f"{slope_of[(fmt, what)]:>7.3f}"
+                + (f"  (refused at {', '.join(f'{s:g}' for s in refused)} MB)" if refused else "")
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
+    ap.add_argument("--sizes", default=None, help="sizes in MB, comma-separated (50,100,200)")
+    ap.add_argument("--quick", action="store_true", help="5, 10 and 20 MB")
+    ap.add_argument("--formats", default=",".join(GENERATED_FORMATS), help="shapes to generate")
+    ap.add_argument("--commands", default=",".join(COMMANDS), help="commands to measure")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help=f"folder for generated files ({default_dir()})")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
+    args = ap.parse_args(argv)
+    sizes = [float(s) for s in args.sizes.split(",")] if args.sizes else list(QUICK if args.quick else SIZES)
+    print(f"measuring {args.python}; generated files in {args.out or default_dir()}")
+    found = rows(
+        sizes,
+        args.formats.split(","),
+        python=args.python,
+        seed=args.seed,
+        out=args.out,
+        commands=args.commands.split(","),
+    )
+    if found:
+        print_table(found)
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
