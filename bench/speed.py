@@ -29,6 +29,11 @@ with ``CLAUDE_CONFIG_DIR``, ``HOME`` an empty folder, so it reads nothing else a
 prices), alternating, best of the rounds: ctxfold's wall time over ccusage's. Without one, a
 note says how to add it.
 
+Last, the other two benchmarks of the issue, as their own scripts print them (``--no-more``
+leaves them out): ``memory.py`` (peak RSS of estimate, report and compact at three sizes and
+the slope; 50/100/200 MB, with ``--quick`` 5/10/20) and ``cache.py`` (a re-run after 2 %
+growth and unchanged against a cold run; the statusline warm on a 20 MB session).
+
 It prints numbers and asserts nothing; every figure is a ratio within this run or a time next
 to its anchor. Children get a private cache folder and bytecode writing on (as an installed
 ctxfold has), whatever ``PYTHONDONTWRITEBYTECODE`` says here.
@@ -258,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="a ccusage to compare report --brief with (repeatable; default: ccusage on PATH, if any)",
     )
+    ap.add_argument("--no-more", action="store_true", help="leave out memory.py and cache.py")
     args = ap.parse_args(argv)
     size = args.size_mb or (20.0 if args.quick else 200.0)
     rounds = args.rounds or (2 if args.quick else 3)
@@ -303,6 +309,15 @@ def main(argv: list[str] | None = None) -> int:
         against_ccusage(args.python, env, tools, files, args.folder_kb, 2 if args.quick else 3, args.seed)
     else:
         print("\nccusage: not installed, comparison left out (npm install ccusage, then --ccusage PATH)")
+    if not args.no_more:
+        import cache
+        import memory
+
+        quick = ["--quick"] if args.quick else []
+        print("\n--- memory (bench/memory.py)")
+        memory.main(["--python", args.python, "--seed", str(args.seed), *quick])
+        print("\n--- incremental cache and statusline (bench/cache.py)")
+        cache.main(["--python", args.python, "--seed", str(args.seed), *quick])
     print(f"\nload average at end: {_load()}")
     return 0
 
