@@ -12,7 +12,6 @@ it); what they keep grows with the tool calls and requests, not with the text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ctxfold.providers.calls import inner_calls
 from ctxfold.providers.facts import Facts, Gathering
@@ -29,7 +28,7 @@ from ctxfold.providers.standing import (
     _question,
     _unfinished,
 )
-from ctxfold.providers.todos import _GENERIC, Todo, _list_arg, _reminder, _Tasks, normalize
+from ctxfold.providers.todos import TODO_TOOLS, Todo, _reminder, _Tasks, apply_call
 from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
 
 
@@ -182,7 +181,7 @@ class TodoTracking:
             inner = [inner_calls(outer) for outer in m.tool_calls]
         for call in (c for calls in inner for c in calls):
             key = _key(call.name)
-            if key in ("updateplan", "taskcreate", "taskupdate") or key in _GENERIC:
+            if key in TODO_TOOLS:
                 self.events.append(call)
                 if call.id not in self.ids and call.id in self.passed:
                     self.results[call.id] = _UNKNOWN  # unless a later result with its id comes
@@ -200,24 +199,7 @@ class TodoTracking:
             result = self.results.get(call.id)
             if result is _UNKNOWN:
                 raise Unknowable(f"the result of todo call {call.id} came before the call")
-            if result is not None and result.is_error:
-                continue
-            key = _key(call.name)
-            items: list[Any] | None
-            if key == "updateplan":
-                items = _list_arg(call.arguments, "plan")
-            elif key == "taskcreate":
-                tasks.create(call.arguments, result)
-                latest = list(tasks.items.values())
-                continue
-            elif key == "taskupdate":
-                tasks.update(call.arguments)
-                latest = list(tasks.items.values())
-                continue
-            else:
-                items = _list_arg(call.arguments, "todos", "items", "tasks")
-            if items is not None:
-                latest = normalize(items)
+            latest = apply_call(call, result, tasks, latest)
         return latest
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.providers.calls import inner_calls
-from ctxfold.transcript.model import Message, ToolResultPart
+from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
 
 _CONTENT_KEYS = ("content", "step", "text", "title", "subject", "task", "description", "name")
 _GENERIC = {"todowrite", "todos", "todo", "writetodos", "updatetodos", "todoupdate", "updatetodo"}
@@ -137,27 +137,34 @@ def extract_todos(messages: Sequence[Message]) -> list[Todo] | None:
             tasks.items = reminded
             latest = list(reminded.values())
         for call in (inner for outer in m.tool_calls for inner in inner_calls(outer)):
-            result = results.get(call.id)
-            if result is not None and result.is_error:
-                continue  # the tool refused it: the list did not change
-            key = _key(call.name)
-            if key == "updateplan":
-                items = _list_arg(call.arguments, "plan")
-            elif key in _GENERIC:
-                items = _list_arg(call.arguments, "todos", "items", "tasks")
-            elif key == "taskcreate":
-                tasks.create(call.arguments, result)
-                latest = list(tasks.items.values())
-                continue
-            elif key == "taskupdate":
-                tasks.update(call.arguments)
-                latest = list(tasks.items.values())
-                continue
-            else:
-                continue
-            if items is not None:
-                latest = normalize(items)
+            latest = apply_call(call, results.get(call.id), tasks, latest)
     return latest
+
+
+TODO_TOOLS = frozenset({"updateplan", "taskcreate", "taskupdate", *_GENERIC})
+
+
+def apply_call(
+    call: ToolCallPart, result: ToolResultPart | None, tasks: _Tasks, latest: list[Todo] | None
+) -> list[Todo] | None:
+    """The todo list after one call (``latest`` when the call is no todo call or changes
+    nothing); shared by the reading of a whole list and the streamed one."""
+    if result is not None and result.is_error:
+        return latest  # the tool refused it: the list did not change
+    key = _key(call.name)
+    if key in ("taskcreate", "taskupdate"):
+        if key == "taskcreate":
+            tasks.create(call.arguments, result)
+        else:
+            tasks.update(call.arguments)
+        return list(tasks.items.values())
+    if key == "updateplan":
+        items = _list_arg(call.arguments, "plan")
+    elif key in _GENERIC:
+        items = _list_arg(call.arguments, "todos", "items", "tasks")
+    else:
+        return latest
+    return normalize(items) if items is not None else latest
 
 
 def _reminder(m: Message) -> dict[str, Todo] | None:
