@@ -67,30 +67,14 @@ def run_interactive(
             **h.configure(home, srv.url),
             **(env or {}),
         }
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: the harness on the terminal's other end
-            os.chdir(project)
-            os.execve(str(binary), [str(binary), prompt], full_env)
-        screen = b""
-        start = time.monotonic()
-        answered: float | None = None
-        try:
-            while time.monotonic() - start < timeout:
-                ready, _, _ = select.select([fd], [], [], 0.3)
-                if ready:
-                    try:
-                        screen += os.read(fd, 65536)[-200_000:]
-                    except OSError:
-                        break
-                main = [r for r in srv.requests if r.model_call and not r.side]
-                if main and answered is None:
-                    answered = time.monotonic()
-                if answered is not None and (time.monotonic() - answered > settle or _logged_answer(h, home)):
-                    break
-        finally:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(fd)
+        answered: list[float] = []
+
+        def done(fd: int) -> bool:
+            if not answered and any(r.model_call and not r.side for r in srv.requests):
+                answered.append(time.monotonic())
+            return bool(answered) and (time.monotonic() - answered[0] > settle or _logged_answer(h, home))
+
+        screen = _on_terminal(binary, [prompt], full_env, project, timeout, done)
         requests = list(srv.requests)
     logs = sorted(p for p in home.glob(h.logs) if p.is_file())
     return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")
@@ -136,34 +120,47 @@ def run_two_prompts(
         if setup is not None:
             setup(home)
         full_env.update(env or {})
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.chdir(project)
-            os.execve(str(binary), [str(binary), "-i", prompts[0]], full_env)
-        screen = b""
-        start = time.monotonic()
-        typed: float | None = None
-        try:
-            while time.monotonic() - start < timeout:
-                ready, _, _ = select.select([fd], [], [], 0.3)
-                if ready:
-                    try:
-                        screen += os.read(fd, 65536)[-200_000:]
-                    except OSError:
-                        break
-                answered = [r for r in srv.requests if r.model_call and not r.side]
-                if typed is None and len(answered) >= after_calls:
-                    time.sleep(3)  # let the answer render and the prompt come back
-                    os.write(fd, prompts[1].encode())
-                    time.sleep(0.5)
-                    os.write(fd, b"\r")
-                    typed = time.monotonic()
-                if typed is not None and time.monotonic() - typed > 15:
-                    break
-        finally:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(fd)
+        typed: list[float] = []
+
+        def done(fd: int) -> bool:
+            answered = [r for r in srv.requests if r.model_call and not r.side]
+            if not typed and len(answered) >= after_calls:
+                time.sleep(3)  # let the answer render and the prompt come back
+                os.write(fd, prompts[1].encode())
+                time.sleep(0.5)
+                os.write(fd, b"\r")
+                typed.append(time.monotonic())
+            return bool(typed) and time.monotonic() - typed[0] > 15
+
+        screen = _on_terminal(binary, ["-i", prompts[0]], full_env, project, timeout, done)
         requests = list(srv.requests)
     logs = sorted(p for p in home.glob(h.logs) if p.is_file())
     return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")
+
+
+def _on_terminal(
+    binary: Path, args: list[str], env: dict[str, str], cwd: Path, timeout: float, done: Callable[[int], bool]
+) -> bytes:
+    """Run the harness on a pseudo-terminal until ``done(fd)`` (called about three times a
+    second; it may type into ``fd``) or ``timeout``; what it drew (the last 200 kB)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the harness on the terminal's other end
+        os.chdir(cwd)
+        os.execve(str(binary), [str(binary), *args], env)
+    screen = b""
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < timeout:
+            ready, _, _ = select.select([fd], [], [], 0.3)
+            if ready:
+                try:
+                    screen = (screen + os.read(fd, 65536))[-200_000:]
+                except OSError:
+                    break
+            if done(fd):
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return screen
