@@ -96,10 +96,19 @@ class PriceList:
     """The shipped rows and the config file's, looked up once per model name."""
 
     config: Mapping[str, Price] = field(default_factory=dict)
+    # model name → its row: a report prices every request, and a folder thousands of them
+    _found: dict[str, Price | None] = field(default_factory=dict, compare=False, repr=False)
 
     def price(self, model: str | None) -> Price | None:
         if not model:
             return None
+        try:
+            return self._found[model]
+        except KeyError:
+            found = self._found[model] = self._lookup(model)
+            return found
+
+    def _lookup(self, model: str) -> Price | None:
         if model in self.config:
             return self.config[model]
         key = model_key(model)

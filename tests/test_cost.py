@@ -353,3 +353,11 @@ def test_the_one_hour_cache_writes_survive_a_round_trip() -> None:
     assert (u.prompt_tokens, u.cache_write_tokens, u.cache_write_1h_tokens) == (5_903, 900, 700)
     assert usage_dict(u) == raw
     assert "cache_creation" not in usage_dict(Usage(100, cache_write_tokens=50))
+
+
+def test_one_price_list_answers_each_model_as_a_fresh_one_every_time() -> None:
+    # a report's list is asked once per request: what it remembers must not change an answer
+    models = ["claude-opus-4-7", "claude-opus-4-9", "gpt-5", "openai/gpt-5.4", "gpt-5-mini", "gpt-5"]
+    shared = price_list()
+    for model in models + models[::-1]:
+        assert shared.price(model) == price_list().price(model)
