@@ -44,8 +44,11 @@ def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    size = sum(os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p))
-    return min(n, len(paths)) if size >= MIN_BYTES else 1
+    return min(n, len(paths)) if total_size(paths) >= MIN_BYTES else 1
+
+
+def total_size(paths: Sequence[str]) -> int:
+    return sum(os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p))
 
 
 def read_files(
@@ -59,11 +62,15 @@ def read_files(
 ) -> tuple[list[T], Failed]:
     """``finish(work(path))`` for every path of ``expand``, in order, on ``jobs`` processes.
     ``work`` takes ``on_progress`` (a byte bar for a large file read here); ``preload`` names
-    the tokenizer to load before the workers are forked, so they share it."""
+    the tokenizer whose engine is loaded first, for all the files' bytes (not each file's): the
+    workers forked after it share it, and one process reading many files keeps the engine that
+    suits them all."""
     from ctxfold.cli import render
 
     paths = expanded[0]
     n = jobs_for(jobs, paths)
+    if preload and len(paths) > 1:
+        _load_engine(preload, total_size(paths), now=n > 1)
     if n <= 1:
 
         def read(path: str) -> T:
@@ -71,12 +78,6 @@ def read_files(
                 return finish(work(path, on_progress=on_progress))
 
         return read_each(expanded, read)
-    if preload:
-        from ctxfold.tokens.tokenizers import get_tokenizer
-
-        native = getattr(get_tokenizer(preload), "native", None)
-        if native is not None:
-            native()
     results: list[T] = []
     failed: Failed = list(expanded[1])
     done = 0
@@ -101,6 +102,20 @@ def read_files(
     with render.files_progress(len(paths), enabled=progress) as advance:
         _run_all(paths, work, n, advance, take)
     return results, failed
+
+
+def _load_engine(name: str, size: int, *, now: bool) -> None:
+    """Plan the tokenizer ``name`` for ``size`` bytes; load its engine ``now`` (before a fork),
+    or when the files are many enough to want quicktok (else each file's own plan decides)."""
+    from ctxfold.tokens.tokenizers import QUICK_INPUT, get_tokenizer
+
+    tok = get_tokenizer(name)
+    plan, native = getattr(tok, "plan", None), getattr(tok, "native", None)
+    if plan is None or native is None:
+        return  # not a BPE encoding: nothing to load
+    if now or size >= QUICK_INPUT:
+        plan(size)
+        native()
 
 
 def _run_all(

@@ -192,6 +192,50 @@ def test_the_tokenizer_switches_to_the_native_engine_on_a_large_input() -> None:
     assert tok.engine == "quicktok" and tok.count("a small text") == 3
 
 
+def test_the_engine_suits_the_size_of_the_input() -> None:
+    big = ["word " * 20_000]
+    want = [len(_reference("o200k_base").encode_ordinary(big[0]))]  # type: ignore[attr-defined]
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(200_000)  # small: Python first, as without a plan
+    assert tok.count("a small text") == 3 and tok.engine == "python"
+    tok.plan(1_500_000)  # a typical session: tiktoken loads faster than quicktok, at once
+    assert tok.count("a small text") == 3 and tok.engine == "tiktoken"
+    tok.plan(tokenizers.QUICK_INPUT)  # large: quicktok counts faster
+    assert tok.count_batch(big) == want and tok.engine == "quicktok"
+    tok.plan(1_500_000)  # quicktok is loaded now: it serves the smaller input too
+    assert tok.count("a small text") == 3 and tok.engine == "quicktok"
+
+
+def test_a_pinned_engine_ignores_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "quicktok")
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(1_500_000)
+    assert tok.count("hello world") == 2 and tok.engine == "quicktok"
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "tiktoken")
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(tokenizers.QUICK_INPUT * 4)
+    assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
+
+
+def test_an_estimate_plans_the_engine_by_the_files_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through estimate_file: a mid-sized log is counted by tiktoken, to quicktok's counts."""
+    lines = (FIXTURES / "claude-code" / "subagent.jsonl").read_bytes().splitlines(keepends=True)
+    mid = tmp_path / "mid.jsonl"
+    with mid.open("wb") as f:
+        while f.tell() <= tokenizers.LIGHT_INPUT:
+            f.writelines(lines)
+    counts = {}
+    for pin in ("", "quicktok"):
+        monkeypatch.setenv(tokenizers.ENGINE_VAR, pin)
+        monkeypatch.setattr(tokenizers, "_instances", {})  # a fresh process's tokenizers
+        counts[pin] = estimate_file(mid).context_tokens
+        counts[pin + " engine"] = tokenizers.get_tokenizer("o200k").engine  # type: ignore[attr-defined]
+    assert counts[" engine"] == "tiktoken" and counts["quicktok engine"] == "quicktok"
+    assert counts[""] == counts["quicktok"]
+
+
 def test_quicktok_with_unpinned_data_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     pinned = {k: dict(v) for k, v in encodings.QUICKTOK_SHA256.items()}
     pinned["o200k_base"]["o200k.vocab"] = "0" * 64

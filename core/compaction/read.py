@@ -17,7 +17,6 @@ from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.tokens.estimate import FileEstimate, estimate_entries
-from ctxfold.tokens.parallel import workers_for
 from ctxfold.transcript.model import Entry, Transcript
 
 
@@ -72,7 +71,7 @@ def read_input(
         model=opts.model,
         window=opts.window,
         config=config,
-        workers=workers_for(Path(path).stat().st_size if path != "-" else 0),
+        size=Path(path).stat().st_size if path != "-" else 0,
     )
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None

@@ -21,7 +21,6 @@ from ctxfold.settings import setting
 from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.harness_prompts import HarnessPrompt, choose
 from ctxfold.tokens.models import ResolvedModel, resolve
-from ctxfold.tokens.parallel import workers_for
 from ctxfold.tokens.session import Replay, Request, SessionCounter
 from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.model import ContextUpdate, Entry, Message
@@ -107,7 +106,7 @@ def estimate_file(
         tokenizer=tokenizer,
         window=window,
         config=config,
-        workers=workers_for(size),
+        size=size,
     )
     result.skipped = [str(e) for e in opened.skipped]
     result.notes = list(opened.warnings)
@@ -124,17 +123,19 @@ def estimate_entries(
     tokenizer: str | None = None,
     window: int | None = None,
     config: Config | None = None,
-    workers: int = 0,
+    size: int = 0,
 ) -> FileEstimate:
     """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``.
 
     ``model`` overrides the model the log names; ``CTXFOLD_MODEL`` or ``[defaults] model`` is
     only assumed when it names none. ``window`` and ``tokenizer`` come from the argument, else
     ``CTXFOLD_WINDOW``/``CTXFOLD_TOKENIZER``, else ``[defaults]``, and override the model's own.
+    ``size`` (the bytes of log behind ``entries``, 0 if unknown) picks the counting engine and
+    helpers that suit it.
     """
     spec = Spec(model, tokenizer, window, config or Config())
     head, start = begin(iter(entries), source_format, spec)
-    replay = start.counter(spec).feed(head, workers=workers)
+    replay = start.counter(spec).feed(head, size=size)
     return end(replay, start, source_format, path, spec)
 
 

@@ -41,7 +41,6 @@ from ctxfold.formats.registry import detect
 from ctxfold.settings import setting
 from ctxfold.tokens.countstore import Chunks, CountStore, Entry, PrefixCheck, complete_end, unpickle
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
-from ctxfold.tokens.parallel import workers_for
 from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
@@ -227,7 +226,7 @@ class _Run:
         if not start.decided:  # a short log that names no model yet: the next lines may
             return None
         sc = start.counter(self.spec)
-        sc.feed(stream, workers=workers_for(cut), finish=False)
+        sc.feed(stream, size=cut, finish=False)
         document = self.f.tell() != raws.pos  # one JSON document: the whole file is read
         if self.entries and not document:
             self._keep(opened, sc, start, raws)
@@ -266,7 +265,7 @@ class _Run:
         try:
             lines_in = self._capture(_lines(self.f, raws, no=lines))
             more = continue_stream(opened, lines_in, skip_invalid=self.skip_invalid, finish=False)
-            sc.feed(self._entries(opened, more), workers=workers_for(cut - offset), finish=False)
+            sc.feed(self._entries(opened, more), size=cut - offset, finish=False)
             if cut > offset:
                 self._keep(opened, sc, start, raws)
             est = self._finish(opened, sc, start, raws, False)

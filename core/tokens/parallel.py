@@ -57,10 +57,15 @@ def _count(name: str, texts: Sequence[str]) -> list[int]:
 
 
 class Counting:
-    """Submit a batch's texts, get a future of their counts; in-process when ``workers`` is 0."""
+    """Submit a batch's texts, get a future of their counts: for an input of ``size`` bytes (0:
+    unknown), with the engine and the helpers (``workers_for``) that suit its size."""
 
-    def __init__(self, tokenizer: Any, workers: int) -> None:
+    def __init__(self, tokenizer: Any, size: int) -> None:
         self._tokenizer = tokenizer
+        plan = getattr(tokenizer, "plan", None)
+        if plan is not None:
+            plan(size)
+        workers = workers_for(size)
         self._pool: Executor | None = None
         self._submit: Callable[[list[str]], Future[list[int]]] | None = None
         self._inline_left = 0

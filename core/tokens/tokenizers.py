@@ -24,6 +24,15 @@ ENGINES = ("quicktok", "tiktoken", "python")
 # this, loading it (about 0.3 s) costs less than going on in Python (about 1 M characters/s).
 LIGHT_CHARS = 200_000
 LIGHT_BATCH = 50_000  # a batch this large means a large input: the native engine at once
+# An input of known size (``plan``) up to this many bytes may start in Python (LIGHT_CHARS still
+# caps it); a larger one loads a native engine at once instead of spending the budget first.
+LIGHT_INPUT = 256 * 1024
+# From this many bytes (parallel.MIN_BYTES: where helpers start) quicktok's speed pays back its
+# longer load (0.39 s against tiktoken's 0.29 s). `estimate` wall, tiktoken against quicktok
+# pinned: Codex 5 MB 0.71/0.76 s, 10 MB 0.87/0.89; Claude Code 10 MB 0.76/0.82; 200 MB 4.8/2.8
+# (Codex) and 3.4/2.9 (Claude Code). At 20 MB tiktoken is still 0.08 s ahead, but with a helper
+# process and twice the CPU. Below, tiktoken, unless quicktok is loaded already.
+QUICK_INPUT = 16_000_000
 
 
 class Tokenizer(Protocol):
@@ -125,9 +134,10 @@ class BpeTokenizer:
     """An exact BPE encoding (``o200k_base``, ``cl100k_base``) with the engine that pays off.
 
     Every engine gives tiktoken's counts (tests/test_engines.py checks each against it). Small
-    inputs are counted in Python from a memory-mapped table (nothing to load); once a process
-    has a large input, the native engine is loaded, once: quicktok when installed in a tested
-    version with its data as pinned, else tiktoken. ``CTXFOLD_BPE`` pins one engine.
+    inputs are counted in Python from a memory-mapped table (nothing to load); a larger one
+    loads a native engine, once per process: tiktoken for a mid-sized input (it loads faster),
+    quicktok for a large one (it counts faster) when installed in a tested version with its
+    data as pinned, else tiktoken. ``CTXFOLD_BPE`` pins one engine.
     """
 
     def __init__(self, name: str, encoding: str) -> None:
@@ -136,12 +146,15 @@ class BpeTokenizer:
         self._native: QuicktokEngine | TiktokenEngine | None = None
         self._light: Any = None
         self._light_left = LIGHT_CHARS
+        self._light_off = False  # the input being read is too large to start in Python
         self._lock = threading.Lock()
         self.note = ""  # why quicktok is not used, when it is not
         choice = os.environ.get(ENGINE_VAR, "").strip().lower()
         if choice and choice not in ENGINES:
             raise UsageError(f"{ENGINE_VAR}={choice!r}: use one of {', '.join(ENGINES)}")
         self._choice = choice
+        # the native engine for the input being read (``plan``); a pin other than quicktok: tiktoken
+        self._want = "quicktok" if choice in ("", "quicktok") else "tiktoken"
         self._light_tried = choice not in ("", "python")  # the Python engine is opened on first use
         if choice == "python":
             self._light_left = 1 << 62  # pinned: Python counts everything it can merge
@@ -153,9 +166,18 @@ class BpeTokenizer:
             return self._native.name
         return "python" if self._light is not None else "none yet"
 
+    def plan(self, size: int) -> None:
+        """The input about to be read holds ``size`` bytes (0: unknown): it picks the engine
+        that costs least for it, loading included. An engine already loaded stays in use unless
+        a large input wants quicktok; ``CTXFOLD_BPE`` overrides the choice."""
+        if self._choice:
+            return
+        self._want = "tiktoken" if 0 < size < QUICK_INPUT else "quicktok"
+        self._light_off = size > LIGHT_INPUT
+
     def _small(self) -> Any:
         """The Python engine, when it may still count (opened on first use), else None."""
-        if self._native is not None:
+        if self._native is not None or self._light_off:
             return None
         if not self._light_tried:
             self._light_tried = True
@@ -163,15 +185,24 @@ class BpeTokenizer:
         return self._light
 
     def native(self) -> QuicktokEngine | TiktokenEngine:
-        """The native engine, loaded on first use (before forking workers, so they share it)."""
-        if self._native is None:
-            with self._lock:
-                if self._native is None:
-                    self._native = self._load()
-        return self._native
+        """The native engine for the input being read, loaded on first use (before forking
+        workers, so they share it)."""
+        engine = self._native
+        if engine is not None and self._serves(engine):
+            return engine
+        with self._lock:
+            engine = self._native
+            if engine is None or not self._serves(engine):
+                engine = self._native = self._load(self._want)
+            return engine
 
-    def _load(self) -> QuicktokEngine | TiktokenEngine:
-        if self._choice in ("", "quicktok"):
+    def _serves(self, engine: QuicktokEngine | TiktokenEngine) -> bool:
+        """Whether the loaded engine counts the input being read: tiktoken does not serve one
+        that wants quicktok, unless quicktok could not be loaded (``note`` says why)."""
+        return engine.name == "quicktok" or self._want != "quicktok" or bool(self.note)
+
+    def _load(self, want: str) -> QuicktokEngine | TiktokenEngine:
+        if want == "quicktok" and self._choice in ("", "quicktok"):
             from ctxfold.tokens.encodings import quicktok_encoding
 
             tok, why = quicktok_encoding(self.encoding)
