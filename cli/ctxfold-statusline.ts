@@ -41,6 +41,7 @@ export default function ctxfoldStatusLine(pi: ExtensionAPI): void {
 	let generation = 0; // bumped when a session ends: a line computed for it is not shown
 	let running = false;
 	let next: Pending | undefined; // the newest request; older ones not yet run are dropped
+	let current: Run | undefined; // the command running now
 
 	/** Ask for a fresh line. Returns at once: pi's event handlers are awaited, and the
 	 * command must not hold up the agent. */
@@ -70,7 +71,9 @@ export default function ctxfoldStatusLine(pi: ExtensionAPI): void {
 			while (next) {
 				const job = next;
 				next = undefined;
-				const line = await runCommand(job.payload);
+				current = startCommand(job.payload);
+				const line = await current.line;
+				current = undefined;
 				if (job.generation === generation) show(job.ctx, line);
 			}
 		} catch {
@@ -89,6 +92,7 @@ export default function ctxfoldStatusLine(pi: ExtensionAPI): void {
 	pi.on("session_shutdown", () => {
 		generation++;
 		next = undefined;
+		current?.stop(); // pi is quitting or leaving this session: no one will see the line
 	});
 }
 
@@ -108,15 +112,25 @@ function show(ctx: ExtensionContext, line: string | undefined): void {
 	}
 }
 
-/** The first line the command prints, or undefined when it fails, prints nothing or is too slow. */
-function runCommand(payload: string): Promise<string | undefined> {
-	return new Promise((resolve) => {
+/** A run of the command: its line to come, and a way to stop it. */
+interface Run {
+	line: Promise<string | undefined>;
+	stop(): void;
+}
+
+/** Start the command; its line is the first it prints, or undefined when it fails, prints
+ * nothing, is too slow or is stopped. */
+function startCommand(payload: string): Run {
+	let finish: (line: string | undefined) => void = () => {};
+	let stop = (): void => finish(undefined);
+	const line = new Promise<string | undefined>((resolve) => {
 		let done = false;
-		const finish = (line: string | undefined): void => {
+		let timer: ReturnType<typeof setTimeout> | undefined;
+		finish = (text) => {
 			if (done) return;
 			done = true;
 			clearTimeout(timer);
-			resolve(line);
+			resolve(text);
 		};
 		const custom = process.env.CTXFOLD_STATUSLINE_CMD;
 		const group = process.platform !== "win32"; // its own process group, to stop a shell's children too
@@ -125,10 +139,11 @@ function runCommand(payload: string): Promise<string | undefined> {
 			const options: SpawnOptions = { stdio: ["pipe", "pipe", "ignore"], detached: group, windowsHide: true };
 			child = custom ? spawn(custom, { ...options, shell: true }) : spawn("ctxfold", ["statusline"], options);
 		} catch {
-			resolve(undefined);
+			finish(undefined);
 			return;
 		}
-		const timer = setTimeout(() => {
+		stop = () => {
+			if (done) return;
 			try {
 				if (group && child.pid) process.kill(-child.pid, "SIGKILL");
 				else child.kill("SIGKILL");
@@ -136,7 +151,8 @@ function runCommand(payload: string): Promise<string | undefined> {
 				// already gone
 			}
 			finish(undefined);
-		}, TIMEOUT_MS);
+		};
+		timer = setTimeout(stop, TIMEOUT_MS);
 		let out = "";
 		child.stdout?.setEncoding("utf8");
 		child.stdout?.on("data", (chunk: string) => {
@@ -145,9 +161,10 @@ function runCommand(payload: string): Promise<string | undefined> {
 		child.stdin?.on("error", () => {}); // it exited before reading: its exit status tells
 		child.on("error", (err: NodeJS.ErrnoException) => finish(!custom && err.code === "ENOENT" ? MISSING : undefined));
 		child.on("close", (code: number | null) => {
-			const line = out.split("\n", 1)[0].trim();
-			finish(code === 0 && line ? line : undefined);
+			const first = out.split("\n", 1)[0].trim();
+			finish(code === 0 && first ? first : undefined);
 		});
 		child.stdin?.end(payload);
 	});
+	return { line, stop: () => stop() };
 }

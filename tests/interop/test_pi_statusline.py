@@ -7,15 +7,21 @@ it to this checkout's ``ctxfold statusline``. The project's ``.pi/settings.json`
 auto-compaction (``compaction.reserveTokens``: 30,000, so it fires at 170,000 of 200,000, before
 ctxfold's 180,000), and the scripted answer reports a context of 160,000 tokens: the line must
 say what is left before pi's auto-compact, computed on the session file pi wrote, and pi must
-draw it.
+draw it. Then what the extension does when things go wrong: no ``ctxfold`` to run, and a command
+that never ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shlex
+import shutil
+import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import harness_tty  # noqa: E402  (the lab's terminal driver)
-from harness_lab import HARNESSES, Reply  # noqa: E402
+from harness_lab import HARNESSES, Reply, ScriptedServer  # noqa: E402
 
 LAUNCH = "import sys; sys.argv = ['ctxfold', 'statusline']; from ctxfold.cli.main import main; main()"
 ANSI = re.compile(r"\x1b(\[[0-9;?>=]*[A-Za-z~]|\][^\x07]*\x07|[()][0-9A-B])")
@@ -114,3 +120,89 @@ def test_pi_shows_ctxfolds_status_line(
     tint = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(shown), session.stdout)
     own = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(f"{(USED + OUT) / 2000:.1f}%/200k"), session.stdout)
     assert tint and own and tint.group(1) == own.group(1) != "\x1b[33m", session.stdout[-1500:]
+
+
+def _answered(home: Path) -> bool:
+    """pi has written the scripted answer to its session file."""
+    return any('"role":"assistant"' in p.read_text() for p in home.glob(HARNESSES["pi"].logs))
+
+
+def test_without_ctxfold_on_path_the_footer_says_so(
+    harness_bin: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """No ``ctxfold`` where pi looks and no ``CTXFOLD_STATUSLINE_CMD``: a short hint, and pi
+    answers as ever."""
+    home = tmp_path / "home"
+    install(home=home)
+    path = f"{Path(shutil.which('node') or 'node').parent}:/usr/bin:/bin"
+    if shutil.which("ctxfold", path=path):
+        pytest.skip("a ctxfold is installed system-wide here")
+    hint = "ctxfold: not found on PATH (set CTXFOLD_STATUSLINE_CMD)"
+    session = harness_tty.run_interactive(
+        HARNESSES["pi"],
+        harness_bin("pi"),
+        [Reply("Hello from the lab.")],
+        env={"PATH": path},
+        home=home,
+        timeout=180,
+        until=lambda screen: hint in ANSI.sub("", screen) and _answered(home),
+    )
+    assert hint in ANSI.sub("", session.stdout) and _answered(home)
+
+
+def test_a_command_still_running_when_pi_quits_is_stopped(
+    harness_bin: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A status command that hangs holds up nothing: pi answers while it runs, and quitting pi
+    (Ctrl+D) stops it, with the children it started."""
+    home = tmp_path / "home"
+    (home / "project").mkdir(parents=True)
+    install(home=home)
+    pids = tmp_path / "pids"
+    hang = tmp_path / "hang.sh"
+    hang.write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 600 &\necho $! >> {pids}\nwait\n")
+    hang.chmod(0o755)
+    h = HARNESSES["pi"]
+    quit_at: list[bool] = []
+
+    def quit_once_answered(fd: int, screen: bytes) -> bool:
+        if not quit_at and _answered(home) and pids.is_file() and len(pids.read_text().split()) >= 2:
+            os.write(fd, b"\x04")  # Ctrl+D on an empty editor: pi quits
+            quit_at.append(True)
+        return False  # on until pi has exited (the terminal closes) or the deadline
+
+    started: list[int] = []
+    try:
+        with ScriptedServer(h.api, [Reply("Hello from the lab.")], fallback=Reply("Done.")) as srv:
+            env = {
+                "PATH": f"{Path(shutil.which('node') or 'node').parent}:/usr/bin:/bin",
+                "HOME": str(home),
+                "TERM": "xterm-256color",
+                "LANG": "C.UTF-8",
+                **h.configure(home, srv.url),
+                "CTXFOLD_STATUSLINE_CMD": str(hang),
+            }
+            harness_tty._on_terminal(
+                harness_bin("pi"), ["Say hello."], env, home / "project", 180, quit_once_answered
+            )
+        assert quit_at, "pi never answered while the status command ran"
+        started = [int(p) for p in pids.read_text().split()]
+        deadline = time.monotonic() + 60
+        while any(_alive(p) for p in started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in started if _alive(p)], "the status command outlived pi"
+    finally:
+        for p in started:  # what this test started, should the extension have left it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a child of nobody here (reparented to init), gone once reaped: a zombie counts as dead
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    return True
