@@ -76,10 +76,14 @@ def test_pi_shows_ctxfolds_status_line(
     installed = install(home=home)
     assert installed.action == "installed" and installed.path.parent == home / ".pi" / "agent" / "extensions"
 
+    seen: list[str] = []  # the whole screen as drawn when the run stopped (the session keeps its tail)
+
     def drawn(screen: str) -> bool:
         """Stop once pi has drawn a line ctxfold printed for the session's answer."""
         text = ANSI.sub("", screen)
-        return any("tokens" in line and ANSI.sub("", line) in text for _, line in _finished(rec))
+        if any("tokens" in line and ANSI.sub("", line) in text for _, line in _finished(rec)):
+            seen.append(screen)
+        return bool(seen)
 
     session = harness_tty.run_interactive(
         HARNESSES["pi"],
@@ -114,12 +118,13 @@ def test_pi_shows_ctxfolds_status_line(
     # the numbers of the file pi wrote, pi's settings read as pi reads them
     monkeypatch.setenv("HOME", str(home))
     assert shown == status_line(json.dumps(payload).encode(), color=False)
-    screen = ANSI.sub("", session.stdout)
-    assert shown in screen  # pi drew it in its footer
+    assert seen, f"pi drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
+    drew = seen[0]
+    assert shown in ANSI.sub("", drew)  # pi drew it in its footer
     # in pi's warning colour (its footer's own for a context over 70 %), not ctxfold's codes
-    tint = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(shown), session.stdout)
-    own = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(f"{(USED + OUT) / 2000:.1f}%/200k"), session.stdout)
-    assert tint and own and tint.group(1) == own.group(1) != "\x1b[33m", session.stdout[-1500:]
+    tint = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(shown), drew)
+    own = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(f"{(USED + OUT) / 2000:.1f}%/200k"), drew)
+    assert tint and own and tint.group(1) == own.group(1) != "\x1b[33m", drew[-1500:]
 
 
 def _answered(home: Path) -> bool:
@@ -138,6 +143,13 @@ def test_without_ctxfold_on_path_the_footer_says_so(
     if shutil.which("ctxfold", path=path):
         pytest.skip("a ctxfold is installed system-wide here")
     hint = "ctxfold: not found on PATH (set CTXFOLD_STATUSLINE_CMD)"
+    seen: list[str] = []
+
+    def hinted(screen: str) -> bool:
+        if hint in ANSI.sub("", screen) and _answered(home):
+            seen.append(screen)
+        return bool(seen)
+
     session = harness_tty.run_interactive(
         HARNESSES["pi"],
         harness_bin("pi"),
@@ -145,9 +157,9 @@ def test_without_ctxfold_on_path_the_footer_says_so(
         env={"PATH": path},
         home=home,
         timeout=180,
-        until=lambda screen: hint in ANSI.sub("", screen) and _answered(home),
+        until=hinted,
     )
-    assert hint in ANSI.sub("", session.stdout) and _answered(home)
+    assert seen, f"no hint, or no answer: {ANSI.sub('', session.stdout)[-1500:]}"
 
 
 def test_a_command_still_running_when_pi_quits_is_stopped(
