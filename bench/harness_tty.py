@@ -1,6 +1,7 @@
 """The harnesses on a pseudo-terminal, as users run them: Claude Code's interactive terminal UI
-(its logs name the entrypoint ``cli``, and it sends what ``claude -p`` does not), and Gemini CLI's
-with a second prompt typed in (it compresses its history only when a user turn starts)."""
+(its logs name the entrypoint ``cli``, and it sends what ``claude -p`` does not), pi's (its footer
+shows what extensions set), and Gemini CLI's with a second prompt typed in (it compresses its
+history only when a user turn starts)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ def run_interactive(
     home: Path,
     timeout: float = 90,
     settle: float = 3,
+    until: Callable[[str], bool] | None = None,
 ) -> Session:
     """Claude Code as a user runs it: the interactive terminal UI on a pseudo-terminal, the prompt
     given on the command line, stopped once the answer is in its log (or ``settle`` seconds after
-    the server answered). Onboarding, the folder's
+    the server answered), or with ``until`` once what it drew satisfies that instead (the
+    screen's text as drawn, escape sequences left in). Onboarding, the folder's
     trust dialog and the custom API key prompt are answered in ``~/.claude.json`` beforehand."""
     project = home / "project"
     project.mkdir(parents=True, exist_ok=True)
@@ -69,7 +72,9 @@ def run_interactive(
         }
         answered: list[float] = []
 
-        def done(fd: int) -> bool:
+        def done(fd: int, screen: bytes) -> bool:
+            if until is not None:
+                return until(screen.decode("utf-8", "replace"))
             if not answered and any(r.model_call and not r.side for r in srv.requests):
                 answered.append(time.monotonic())
             return bool(answered) and (time.monotonic() - answered[0] > settle or _logged_answer(h, home))
@@ -122,7 +127,7 @@ def run_two_prompts(
         full_env.update(env or {})
         typed: list[float] = []
 
-        def done(fd: int) -> bool:
+        def done(fd: int, screen: bytes) -> bool:
             answered = [r for r in srv.requests if r.model_call and not r.side]
             if not typed and len(answered) >= after_calls:
                 time.sleep(3)  # let the answer render and the prompt come back
@@ -139,10 +144,16 @@ def run_two_prompts(
 
 
 def _on_terminal(
-    binary: Path, args: list[str], env: dict[str, str], cwd: Path, timeout: float, done: Callable[[int], bool]
+    binary: Path,
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float,
+    done: Callable[[int, bytes], bool],
 ) -> bytes:
-    """Run the harness on a pseudo-terminal until ``done(fd)`` (called about three times a
-    second; it may type into ``fd``) or ``timeout``; what it drew (the last 200 kB)."""
+    """Run the harness on a pseudo-terminal until ``done(fd, screen)`` (called about three times
+    a second with what it drew so far; it may type into ``fd``) or ``timeout``; what it drew (the
+    last 200 kB)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the harness on the terminal's other end
         os.chdir(cwd)
@@ -157,7 +168,7 @@ def _on_terminal(
                     screen = (screen + os.read(fd, 65536))[-200_000:]
                 except OSError:
                     break
-            if done(fd):
+            if done(fd, screen):
                 break
     finally:
         os.kill(pid, signal.SIGKILL)

@@ -372,16 +372,43 @@ def version(json_out: JsonOpt = False) -> None:
 
 
 @app.command(cls=HelpCommand)
-def statusline() -> None:
+def statusline(
+    install_pi: Annotated[
+        bool,
+        typer.Option(
+            "--install-pi",
+            help="Install ctxfold's pi extension (~/.pi/agent/extensions/ctxfold-statusline.ts): "
+            "pi then shows this line in its footer.",
+        ),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --install-pi: replace a different file of that name.")
+    ] = False,
+) -> None:
     """Print one line for Claude Code's status bar from the JSON it sends on stdin.
 
     The tokens in context, % of the window, and what is left before compaction, in colour when
     near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
     "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
+    For pi, --install-pi installs an extension that runs it after each turn.
     """
+    if install_pi or force:
+        _install_pi(force=force, install_pi=install_pi)
+        return
     from ctxfold.cli.statusline import main as run
 
     raise SystemExit(run())
+
+
+@handle_errors
+def _install_pi(*, force: bool, install_pi: bool) -> None:
+    from ctxfold.cli.pi_extension import install, report
+    from ctxfold.errors import UsageError
+
+    if not install_pi:
+        raise UsageError("--force goes with --install-pi")
+    for line in report(install(force=force)):
+        print(line)
 
 
 app.command(cls=HelpCommand)(compact_cmds.compact)

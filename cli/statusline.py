@@ -1,5 +1,9 @@
 """``ctxfold statusline``: one line for Claude Code's status bar, from the JSON it sends on stdin.
 
+pi has no status command; the pi extension shipped beside this module (``ctxfold-statusline.ts``,
+installed by ``ctxfold statusline --install-pi``: ``pi_extension.py``) runs this command after
+each turn with a JSON of the same shape and shows the line in pi's footer.
+
 Claude Code runs the command after each message (at most every 300 ms), shows the first line
 of its stdout, and shows nothing at all when the command fails (exit status other than 0, no
 output, too slow); stderr is not shown. So this command always prints one short line and exits
@@ -11,8 +15,8 @@ Only run by hand with nothing piped in (a terminal on stdin) does it exit 2.
 The line: the predicted size of the next request (what the model will read: the log's content
 plus what the harness sends that the log leaves out), its share of the window, and what is left
 before compaction: before the ContextGuard reference design's threshold (window less 20,000
-tokens from 200,000 up, else less 20 %), or before Claude Code's own auto-compact when that comes
-first. Yellow within 10 % of the window of it, red once it is reached; ``NO_COLOR`` turns colour
+tokens from 200,000 up, else less 20 %), or before the harness's own auto-compact (Claude Code's,
+pi's) when that comes first. Yellow within 10 % of the window of it, red once it is reached; ``NO_COLOR`` turns colour
 off.
 """
 
@@ -27,7 +31,7 @@ from typing import Any
 STDIN_LIMIT = 1 << 20  # Claude Code's status JSON is a few hundred bytes
 STDIN_WAIT = 1.0  # seconds: some versions leave stdin open after writing the JSON
 NEAR = 0.10  # of the window: yellow when this close to the threshold
-USAGE = "ctxfold statusline reads the JSON Claude Code sends a statusLine command on stdin"
+USAGE = "ctxfold statusline reads the JSON Claude Code (or ctxfold's pi extension) sends on stdin"
 
 
 def main() -> int:
@@ -100,7 +104,6 @@ def _measure(path: str, data: dict[str, Any], color: bool) -> str:
     from ctxfold.engine.now import predict_now, prior_for
     from ctxfold.engine.policy import make_policy
     from ctxfold.engine.profile import Profiles
-    from ctxfold.engine.triggers import Trigger
     from ctxfold.settings import setting
     from ctxfold.tokens.incremental import count_file
 
@@ -115,12 +118,9 @@ def _measure(path: str, data: dict[str, Any], color: bool) -> str:
     predicted = predict_now(est, prior_for(est, profiles)).tokens
     win = est.model.window
     threshold, by = make_policy(win, buffer=setting("buffer", None, config).value).threshold, ""
-    if est.format == "claude-code":
-        pct = os.environ.get("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "")
-        value = float(pct) if pct.replace(".", "", 1).isdigit() else None
-        own = Trigger("claude-code", "pct" if value else None, value).threshold(win)
-        if own < threshold:
-            threshold, by = own, "Claude Code's auto-compact"
+    own = _harness_threshold(est.format, win, data)
+    if own is not None and own[0] < threshold:
+        threshold, by = own
     left = threshold - predicted
     where = by or "the compaction threshold"
     text = f"{_k(predicted)}/{_k(win)} tokens ({predicted / win:.0%})" if win else f"{_k(predicted)} tokens"
@@ -131,6 +131,31 @@ def _measure(path: str, data: dict[str, Any], color: bool) -> str:
         text += f" · over {where} ({_k(threshold)}): compaction due"
         tint = "31"
     return f"\x1b[{tint}m{text}\x1b[0m" if color and tint else text
+
+
+def _harness_threshold(fmt: str, win: int, data: dict[str, Any]) -> tuple[int, str] | None:
+    """Where the harness that wrote the session compacts by itself, by its own settings:
+    Claude Code's auto-compact (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` lowers it), pi's (its
+    ``compaction`` settings, global and the project's in the payload's ``cwd``); None for others
+    or when the harness's own compaction is off."""
+    from ctxfold.engine.triggers import Trigger
+
+    if fmt == "claude-code":
+        pct = os.environ.get("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "")
+        value = float(pct) if pct.replace(".", "", 1).isdigit() else None
+        own = Trigger("claude-code", "pct" if value else None, value)
+        return own.threshold(win), "Claude Code's auto-compact"
+    if fmt == "pi":
+        from ctxfold.formats.pi.settings import compaction_settings
+
+        cwd = data.get("cwd")
+        pi = compaction_settings(cwd if isinstance(cwd, str) else None)
+        if not pi.enabled:
+            return None
+        reserve = pi.reserve
+        trigger = Trigger("pi") if reserve is None else Trigger("pi", "reserve", reserve)
+        return trigger.threshold(win), "pi's auto-compact"
+    return None
 
 
 def _k(n: int) -> str:

@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from ctxfold.cli.statusline import status_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,9 +30,7 @@ LAUNCH = "import sys; sys.argv = ['ctxfold', 'statusline']; from ctxfold.cli.mai
 ANSI = re.compile(r"\x1b(\[[0-9;?>=]*[A-Za-z~]|\][^\x07]*\x07|[()][0-9A-B])")
 
 
-def test_claude_code_shows_ctxfolds_status_line(
-    harness_bin: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Path], tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     rec.mkdir()
     command = rec / "status.sh"
@@ -53,16 +49,17 @@ def test_claude_code_shows_ctxfolds_status_line(
         (home / ".claude" / "settings.json").write_text(json.dumps(settings))
         return claude.configure(home, url)
 
-    seen: list[float] = []
+    seen: list[str] = []  # the whole screen when the run stopped (the session keeps its tail)
 
-    def shown_after_the_answer(h: object, home: Path) -> bool:
-        """Stop once the status line ran on the transcript holding the answer, and Claude Code has
-        had time to draw what it printed (on a loaded machine, a second or more)."""
-        if not seen and any("tokens" in p.read_text() for p in rec.glob("out-*.txt")):
-            seen.append(time.monotonic())
-        return bool(seen) and time.monotonic() - seen[0] > 3
+    def drawn(screen: str) -> bool:
+        """Stop once Claude Code has drawn a line the command printed on the transcript holding
+        the answer."""
+        text = ANSI.sub("", screen)
+        outs = (p.read_text() for p in rec.glob("out-*.txt"))
+        if any("tokens" in out and out.strip().split(" · ", 1)[-1] in text for out in outs):
+            seen.append(screen)
+        return bool(seen)
 
-    monkeypatch.setattr(harness_tty, "_logged_answer", shown_after_the_answer)
     harness = dataclasses.replace(claude, configure=configure)
     home = tmp_path / "home"
     session = harness_tty.run_interactive(
@@ -71,8 +68,8 @@ def test_claude_code_shows_ctxfolds_status_line(
         [Reply("Hello from the lab.")],
         "Say hello.",
         home=home,
-        timeout=120,
-        settle=30,
+        timeout=180,
+        until=drawn,
     )
     time.sleep(0.5)
     (log,) = session.logs
@@ -97,5 +94,5 @@ def test_claude_code_shows_ctxfolds_status_line(
     assert re.match(r"[\d.]+k?/[\d.]+[kM] tokens \(\d+%\) · [\d.]+k left before ", shown), shown
     # the numbers of the transcript as it stands (no line since: the answer was its last turn)
     assert shown == status_line(json.dumps(last).encode(), color=False)
-    screen = ANSI.sub("", session.stdout)
-    assert shown.split(" · ", 1)[1] in screen  # Claude Code drew it under its prompt
+    assert seen, f"Claude Code drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
+    assert shown.split(" · ", 1)[1] in ANSI.sub("", seen[0])  # Claude Code drew it under its prompt
