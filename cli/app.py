@@ -211,7 +211,7 @@ def report(
     from ctxfold.engine.profile import Profiles
     from ctxfold.engine.replay import Report, report_from, report_tokenizer
     from ctxfold.engine.report_doc import explain as explain_lines
-    from ctxfold.engine.report_doc import to_dict, totals
+    from ctxfold.engine.report_doc import summary, to_dict, totals
     from ctxfold.engine.triggers import parse_trigger
     from ctxfold.engine.usage import session_usage, table_doc
     from ctxfold.errors import UsageError
@@ -252,7 +252,7 @@ def report(
     )
 
     def finish(est: FileEstimate) -> Report:  # here, in file order: the profile evolves as in one process
-        return report_from(
+        rep = report_from(
             est,
             calibration=calibration,
             max_tokens=max_tokens,
@@ -262,6 +262,8 @@ def report(
             config=config,
             rule=rule,
         )
+        summary(rep)  # every output shows it: worked out now, while the workers read on
+        return rep
 
     preload = setting("tokenizer", counted_with, config).value or "o200k"
     with attributed(settings):

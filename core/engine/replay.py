@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxfold.config import Config
 from ctxfold.engine.budget import CONTINUATION_TOKENS, SUMMARY_PROMPT_TOKENS
@@ -127,6 +128,9 @@ class Report:
     simulation: Simulation | None = None
     prices: PriceList = field(default_factory=PriceList)  # to price its usage records
     trigger: TriggerReplay | None = None  # with --trigger: where that harness's own rule fires
+    # report_doc.summary's figures, once worked out: a folder's are worked out as each file comes
+    # in (while the workers read on), and the table, the JSON and the totals reuse them
+    _summary: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def first_fire(self) -> Row | None:

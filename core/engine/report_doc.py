@@ -21,6 +21,13 @@ def _pct(xs: list[float], p: float) -> float | None:
 
 
 def summary(report: Report) -> dict[str, Any]:
+    """The report's summary figures (worked out once per report; a caller copies before changing)."""
+    if report._summary is None:
+        report._summary = _summary(report)
+    return report._summary
+
+
+def _summary(report: Report) -> dict[str, Any]:
     rows = report.rows
     errors = [abs(r.error) for r in rows if r.error is not None and not r.first_in_segment]
     fire = report.first_fire
