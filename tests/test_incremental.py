@@ -248,7 +248,7 @@ def test_other_settings_never_reuse_the_counts(tmp_path: Path, monkeypatch: pyte
 def test_the_folder_is_kept_under_its_limit(tmp_path: Path) -> None:
     store = CountStore(tmp_path / "counts")
     for i in range(6):
-        store.save({"n": i}, {"offset": 1, "lines": 1, "prefix_sha256": ""}, os.urandom(1000))
+        store.save({"n": i}, {"offset": 1, "lines": 1, "prefix_crc32": ""}, os.urandom(1000))
         os.utime(store.path_for({"n": i}), (1_000_000 + i, 1_000_000 + i))
     store.sweep(limit=3 * 1200)
     left = sorted(p.name for p in store.folder.glob("*.bin"))

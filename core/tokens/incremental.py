@@ -2,7 +2,7 @@
 
 A live session only grows, and counting it again from the first line costs as much as the
 first time. So ``estimate_file`` keeps, per file and settings (``countstore.py``), the state at
-the end of the last complete line it read: that line's byte offset, the SHA-256 of the bytes
+the end of the last complete line it read: that line's byte offset, the CRC-32 of the bytes
 before it, the format reader's state and the replay's (every request so far, the context's
 per-message counts). The next run checks those bytes, restores the state, reads the lines after
 them, and finishes as a cold run does (the reader told the input ended, a half-written last line
@@ -39,7 +39,15 @@ from ctxfold.formats.jsonl import _lines, open_binary
 from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines
 from ctxfold.formats.registry import detect
 from ctxfold.settings import setting
-from ctxfold.tokens.countstore import Chunks, CountStore, Entry, PrefixCheck, complete_end, unpickle
+from ctxfold.tokens.countstore import (
+    Chunks,
+    CountStore,
+    Entry,
+    PrefixCheck,
+    PrefixHash,
+    complete_end,
+    unpickle,
+)
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
 from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
@@ -210,7 +218,7 @@ class _Run:
         self.frozen = Chunks()
         self.head = None if self.fmt else []
         self.f.seek(0)
-        raws = _Raws(self.f, cut, hashlib.sha256(), 0)
+        raws = _Raws(self.f, cut, PrefixHash(), 0)
         try:
             opened = open_lines(
                 self.path,
@@ -270,17 +278,17 @@ class _Run:
                 self._keep(opened, sc, start, raws)
             est = self._finish(opened, sc, start, raws, False)
         except Exception:
-            if check.result().hexdigest() == head.get("prefix_sha256"):
+            if check.result().hexdigest() == head.get("prefix_crc32"):
                 raise  # the file's own error, as a cold run meets it
             est = None  # read on from a prefix that was rewritten
         hasher = check.result()
-        if hasher.hexdigest() != head.get("prefix_sha256"):
+        if hasher.hexdigest() != head.get("prefix_crc32"):
             self.saved, self.resumed = None, 0
             return None  # rewritten: counted afresh
         if self.saved is not None:
             for raw in raws.kept:
                 hasher.update(raw)
-            self.saved[0]["prefix_sha256"] = hasher.hexdigest()
+            self.saved[0]["prefix_crc32"] = hasher.hexdigest()
         return est
 
     def _finish(
@@ -332,5 +340,5 @@ class _Run:
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
             return  # a state that cannot be kept is only a cost, not an error
         digest = raws.hasher.hexdigest() if raws.hasher is not None else ""  # resume() sets it
-        header = {"offset": raws.pos, "lines": raws.lines, "prefix_sha256": digest}
+        header = {"offset": raws.pos, "lines": raws.lines, "prefix_crc32": digest}
         self.saved = (header, payload)
