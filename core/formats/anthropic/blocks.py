@@ -6,6 +6,7 @@ reuse it; the only state is ``names`` (tool_use id → name), which the caller k
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,6 +98,21 @@ def usage_from_anthropic(u: Mapping[str, Any], model: str | None, where: str = "
     cr = as_int(u.get("cache_read_input_tokens"))
     split = u.get("cache_creation")  # {"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"}
     hour = min(cw, as_int(split.get("ephemeral_1h_input_tokens"))) if isinstance(split, dict) else 0
+    return Usage(
+        prompt_tokens=as_int(u.get("input_tokens")) + cw + cr,
+        output_tokens=as_int(u.get("output_tokens")),
+        cache_read_tokens=cr,
+        cache_write_tokens=cw,
+        cache_write_1h_tokens=hour,
+        model=model,
+        fields=_fields(where, bool(hour)),
+    )
+
+
+@functools.cache
+def _fields(where: str, hour: bool) -> dict[str, str]:
+    """Where each count came from: one mapping per place, shared by every usage read there (a
+    session's thousands of them, kept and pickled by the count cache, each pickled once)."""
     fields = {
         "prompt_tokens": f"{where}.input_tokens+cache_creation_input_tokens+cache_read_input_tokens",
         "output_tokens": f"{where}.output_tokens",
@@ -105,15 +121,7 @@ def usage_from_anthropic(u: Mapping[str, Any], model: str | None, where: str = "
     }
     if hour:
         fields["cache_write_1h_tokens"] = f"{where}.cache_creation.ephemeral_1h_input_tokens"
-    return Usage(
-        prompt_tokens=as_int(u.get("input_tokens")) + cw + cr,
-        output_tokens=as_int(u.get("output_tokens")),
-        cache_read_tokens=cr,
-        cache_write_tokens=cw,
-        cache_write_1h_tokens=hour,
-        model=model,
-        fields=fields,
-    )
+    return fields
 
 
 def tooldef(t: Any) -> ToolDef:

@@ -275,5 +275,18 @@ def _usage(last: dict[str, Any], fields: Mapping[str, str], model: str | None, w
         reasoning_tokens=None if reasoning is None else as_int(reasoning),
         model=model,
         context_window=window,
-        fields={k: f for k, f in fields.items() if k not in _NAMES or _NAMES[k] in last},
+        fields=_present(fields, frozenset(k for k in _NAMES if _NAMES[k] in last)),
     )
+
+
+_PRESENT: dict[tuple[tuple[tuple[str, str], ...], frozenset[str]], dict[str, str]] = {}
+
+
+def _present(fields: Mapping[str, str], present: frozenset[str]) -> dict[str, str]:
+    """``fields`` less the counts the object lacks: one mapping per shape of usage object, shared
+    by every usage of that shape (the count cache pickles a session's thousands once each)."""
+    key = (tuple(fields.items()), present)
+    found = _PRESENT.get(key)
+    if found is None:
+        found = _PRESENT[key] = {k: f for k, f in fields.items() if k not in _NAMES or k in present}
+    return found
