@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import sys
@@ -29,6 +28,7 @@ import pytest
 
 from ctxfold.cli.pi_extension import install
 from ctxfold.cli.statusline import status_line
+from interop.statusrec import ANSI, recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -36,22 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import harness_tty  # noqa: E402  (the lab's terminal driver)
 from harness_lab import HARNESSES, Reply, ScriptedServer  # noqa: E402
 
-LAUNCH = "import sys; sys.argv = ['ctxfold', 'statusline']; from ctxfold.cli.main import main; main()"
-ANSI = re.compile(r"\x1b(\[[0-9;?>=]*[A-Za-z~]|\][^\x07]*\x07|[()][0-9A-B])")
 RESERVE, USED, OUT = 30_000, 160_000, 12
-
-
-def _recorder(rec: Path) -> Path:
-    """The command the extension runs: it keeps the JSON and the line of each call."""
-    command = rec / "status.sh"
-    py = shlex.quote(sys.executable)
-    command.write_text(
-        "#!/bin/sh\n"
-        "n=$(date +%s%N)\n"
-        f"tee {rec}/payload-$n.json | {py} -c {shlex.quote(LAUNCH)} | tee {rec}/out-$n.txt\n"
-    )
-    command.chmod(0o755)
-    return command
 
 
 def _finished(rec: Path) -> list[tuple[dict[str, object], str]]:
@@ -90,7 +75,7 @@ def test_pi_shows_ctxfolds_status_line(
         harness_bin("pi"),
         [Reply("Hello from the lab.", input_tokens=USED, output_tokens=OUT)],
         "Say hello.",
-        env={"CTXFOLD_STATUSLINE_CMD": str(_recorder(rec))},
+        env={"CTXFOLD_STATUSLINE_CMD": str(recorder(rec))},
         home=home,
         timeout=180,
         until=drawn,

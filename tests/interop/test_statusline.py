@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shlex
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ctxfold.cli.statusline import status_line
+from interop.statusrec import ANSI, recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -26,21 +26,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 import harness_tty  # noqa: E402  (the lab's terminal driver)
 from harness_lab import HARNESSES, Reply  # noqa: E402
 
-LAUNCH = "import sys; sys.argv = ['ctxfold', 'statusline']; from ctxfold.cli.main import main; main()"
-ANSI = re.compile(r"\x1b(\[[0-9;?>=]*[A-Za-z~]|\][^\x07]*\x07|[()][0-9A-B])")
-
 
 def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Path], tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     rec.mkdir()
-    command = rec / "status.sh"
-    py = shlex.quote(sys.executable)
-    command.write_text(
-        "#!/bin/sh\n"
-        "n=$(date +%s%N)\n"
-        f"tee {rec}/payload-$n.json | {py} -c {shlex.quote(LAUNCH)} | tee {rec}/out-$n.txt\n"
-    )
-    command.chmod(0o755)
+    command = recorder(rec)
     claude = HARNESSES["claude-code"]
 
     def configure(home: Path, url: str) -> dict[str, str]:
