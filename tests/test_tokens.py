@@ -46,6 +46,19 @@ def test_encodings_build_without_network(monkeypatch: pytest.MonkeyPatch) -> Non
     assert encodings.get_encoding("o200k_base") is enc  # cached per process
 
 
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_ranks_are_read_as_tiktoken_reads_them(name: str) -> None:
+    import base64
+
+    raw = gzip.decompress(encodings.data_file(name).read_bytes())
+    expected = {}
+    for line in raw.splitlines():  # as tiktoken.load.load_tiktoken_bpe parses the file
+        if line:
+            token, rank = line.split()
+            expected[base64.b64decode(token)] = int(rank)
+    assert encodings.read_ranks(name) == expected
+
+
 def test_tampered_data_is_refused(tmp_path: Path) -> None:
     real = encodings.data_file("cl100k_base").read_bytes()
     raw = gzip.decompress(real).replace(b"IQ== 0", b"IQ== 1", 1)

@@ -14,7 +14,7 @@ bundled folder, never through a name lookup that could fall back to a user data 
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 import os
@@ -109,12 +109,10 @@ def read_ranks(name: str, path: Path | None = None) -> dict[bytes, int]:
             f"{path}: sha256 {digest[:12]}… does not match the value tiktoken pins for {name} "
             f"({PINNED_SHA256[name][:12]}…); refusing to use it"
         )
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    # binascii's decoder itself (what b64decode calls after its checks): a third faster over
+    # 200,000 lines, and every process that counts with tiktoken reads them
+    decode = binascii.a2b_base64
+    return {decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
 
 
 def get_encoding(name: str) -> tiktoken.Encoding:
