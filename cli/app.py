@@ -386,6 +386,9 @@ def statusline(
     force: Annotated[
         bool, typer.Option("--force", help="With --install-pi: replace a different file of that name.")
     ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="With --install-pi: print what was done as one JSON document.")
+    ] = False,
 ) -> None:
     """Print one line for Claude Code's status bar from the JSON it sends on stdin.
 
@@ -394,8 +397,8 @@ def statusline(
     "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
     For pi, --install-pi installs an extension that runs it after each turn.
     """
-    if install_pi or force:
-        _install_pi(force=force, install_pi=install_pi)
+    if install_pi or force or json_out:
+        _install_pi(force=force, install_pi=install_pi, json_out=json_out)
         return
     from ctxfold.cli.statusline import main as run
 
@@ -403,13 +406,28 @@ def statusline(
 
 
 @handle_errors
-def _install_pi(*, force: bool, install_pi: bool) -> None:
+def _install_pi(*, force: bool, install_pi: bool, json_out: bool) -> None:
     from ctxfold.cli.pi_extension import install, report
     from ctxfold.errors import UsageError
 
     if not install_pi:
-        raise UsageError("--force goes with --install-pi")
-    for line in report(install(force=force)):
+        given = "--force" if force else "--json"
+        raise UsageError(f"{given} goes with --install-pi (the status line itself is one line of text)")
+    done = install(force=force)
+    lines = report(done)
+    if json_out:
+        from ctxfold.cli import render
+
+        render.emit_json(
+            {
+                "command": "statusline --install-pi",
+                "path": str(done.path),
+                "action": done.action,
+                "notes": lines[1:],
+            }
+        )
+        return
+    for line in lines:
         print(line)
 
 

@@ -169,6 +169,18 @@ def test_install_pi_never_replaces_a_users_file_unasked(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == [EXTENSION.name]  # no temp file left
     alone = _cli("statusline", "--force")
     assert alone.returncode == 2 and "--force goes with --install-pi" in alone.stderr
+    # (the command given, so no hint that ctxfold is not on PATH joins the notes)
+    as_json = _cli(
+        "statusline", "--install-pi", "--json", env={"CTXFOLD_STATUSLINE_CMD": "ctxfold statusline"}
+    )
+    assert as_json.returncode == 0
+    assert json.loads(as_json.stdout) == {
+        "command": "statusline --install-pi",
+        "path": str(target),
+        "action": "unchanged",
+        "notes": ["pi shows it in its footer from its next start (/reload in a running pi)."],
+    }
+    assert _cli("statusline", "--json").returncode == 2
 
 
 def test_install_pi_into_the_agent_dir_pi_uses_and_the_path_hint(
