@@ -386,16 +386,15 @@ def statusline(
     force: Annotated[
         bool, typer.Option("--force", help="With --install-pi: replace a different file of that name.")
     ] = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="With --install-pi: print what was done as one JSON document.")
-    ] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Print one line for Claude Code's status bar from the JSON it sends on stdin.
 
     The tokens in context, % of the window, and what is left before compaction, in colour when
     near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
     "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
-    For pi, --install-pi installs an extension that runs it after each turn.
+    For pi, --install-pi installs an extension that runs it after each turn (--json: what
+    it did, as one JSON document).
     """
     if install_pi or force or json_out:
         _install_pi(force=force, install_pi=install_pi, json_out=json_out)
