@@ -39,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _child import child_env, run_child
 from _gen import MB, generate
 from estimate import generator_sources
 
@@ -66,23 +67,7 @@ print(json.dumps({"s": time.perf_counter() - t, "tokens": r.context_tokens}))
 
 
 def child(python: str, env: dict[str, str], path: Path, cache: bool) -> float:
-    proc = subprocess.run(
-        [python, "-c", _CHILD, json.dumps({"path": str(path), "cache": cache})],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"child failed:\n{proc.stderr[-3000:]}")
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["s"])
-
-
-def child_env(cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CTXFOLD_NO_CACHE")}
-    env["XDG_CACHE_HOME"] = str(cache)
-    env.pop("CTXFOLD_WORKERS", None)
-    return env
+    return float(run_child(_CHILD, {"path": str(path), "cache": cache}, python=python, env=env)["s"])
 
 
 def _cut(data: bytes, growth: float) -> int:
@@ -99,7 +84,7 @@ def shape(fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: P
     for i in range(rounds):
         cache = work / f"cache-{fmt}-{i}"
         shutil.rmtree(cache, ignore_errors=True)
-        env = child_env(cache)
+        env = child_env(cache, count_cache=True)
         live.write_bytes(data[:cut])
         os.sync()  # no write-back of the copy under the clock
         times["keep"].append(child(python, env, live, True))
@@ -156,7 +141,7 @@ def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) ->
     live.write_bytes(data)
     cache = work / "cache-statusline"
     shutil.rmtree(cache, ignore_errors=True)
-    env = child_env(cache)
+    env = child_env(cache, count_cache=True)
     beside = Path(python).parent / "ctxfold"
     cmd = [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
     cmd = [*cmd, "statusline"]

@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _child import run_child
 from _gen import MB, default_dir, generate
 from estimate import GENERATED_FORMATS, REAL, generator_sources
 
@@ -109,13 +109,9 @@ print(json.dumps(out))
 # --------------------------------------------------------------------------- speed
 
 
-def run_child(what: str, path: Path, fmt: str) -> dict[str, Any]:
-    job = json.dumps({"what": what, "path": str(path), "fmt": fmt})
-    proc = subprocess.run([sys.executable, "-c", _CHILD, job], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{what} child failed on {path.name}:\n{proc.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out
+def measure(what: str, path: Path, fmt: str) -> dict[str, Any]:
+    job = {"what": what, "path": str(path), "fmt": fmt}
+    return run_child(_CHILD, job, what=f"{what} child on {path.name}")
 
 
 def speed(formats: Sequence[str], size_mb: float, seed: int, out: Path | None, repeat: int) -> None:
@@ -132,7 +128,7 @@ def speed(formats: Sequence[str], size_mb: float, seed: int, out: Path | None, r
         runs: dict[str, list[dict[str, Any]]] = {"estimate": [], "report": [], "compact": []}
         for _ in range(repeat):  # alternating, so a burst of load hits all sides alike
             for what in ("estimate", "report", "compact"):
-                runs[what].append(run_child(what, path, fmt))
+                runs[what].append(measure(what, path, fmt))
         rows.append((fmt, path, {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items()}, runs))
     if not rows:
         return

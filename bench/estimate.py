@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import hashlib
-import json
 import os
 import pstats
 import shutil
@@ -41,6 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _child import run_child
 from _gen import MB, default_dir, generate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,13 +276,8 @@ def raw_tiktoken(
     return best, total
 
 
-def run_child(args: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(args)], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"child failed for {args.get('path')}:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def measure_child(args: dict[str, Any]) -> dict[str, Any]:
+    return run_child(_CHILD, args, what=f"child for {args.get('path')}")
 
 
 def measure(row: Row, repeat: int, rounds: int = 1) -> Row:
@@ -301,7 +296,7 @@ def measure(row: Row, repeat: int, rounds: int = 1) -> Row:
     raw_times: list[float] = []
     for i in range(rounds):
         job = {"path": str(row.path), "fmt": fmt, "tokenizer": tokenizer, "repeat": repeat, "parse": i == 0}
-        child = run_child(job)
+        child = measure_child(job)
         ctx_times += child["times"]
         if i == 0:
             row.child = child
@@ -465,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         f"min {min(times):.3f} s, median {statistics.median(times):.3f} s "
         f"(target <= {TARGET_STARTUP_S} s: {ok})"
     )
-    base = run_child({"tokenizer": "o200k"})
+    base = measure_child({"tokenizer": "o200k"})
     print(
         f"baseline RSS: import ctxfold.tokens.estimate peak {base['import_peak_mb']:.1f} MB; "
         f"+ o200k tokenizer load peak {base['loaded_peak_mb']:.1f} MB "

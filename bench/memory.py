@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -31,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _child import child_env, run_child
 from _gen import MB, default_dir, generate
 from estimate import GENERATED_FORMATS, generator_sources
 
@@ -78,27 +77,11 @@ print(json.dumps(out))
 """
 
 
-def child_env(cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["XDG_CACHE_HOME"] = str(cache)
-    env.pop("CTXFOLD_WORKERS", None)
-    return env
-
-
-def run_child(python: str, what: str, path: Path, fmt: str) -> dict[str, Any]:
-    job = json.dumps({"what": what, "path": str(path), "fmt": fmt})
+def measure(python: str, what: str, path: Path, fmt: str) -> dict[str, Any]:
+    job = {"what": what, "path": str(path), "fmt": fmt}
     with tempfile.TemporaryDirectory(prefix="ctxfold-bench-cache-") as cache:
-        proc = subprocess.run(
-            [python, "-c", _CHILD, job],
-            capture_output=True,
-            text=True,
-            env=child_env(Path(cache)),
-            check=False,
-        )
-    if proc.returncode != 0:
-        raise RuntimeError(f"{what} child failed on {path.name}:\n{proc.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out
+        env = child_env(Path(cache))
+        return run_child(_CHILD, job, python=python, env=env, what=f"{what} child on {path.name}")
 
 
 def rows(
@@ -122,7 +105,7 @@ def rows(
         for size in sizes:
             path, _ = generate(fmt, sources, size, seed=seed, out_dir=out)
             for what in commands:
-                r = run_child(python, what, path, fmt)
+                r = measure(python, what, path, fmt)
                 found.append(
                     {
                         "format": fmt,

@@ -57,6 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _child import child_env, run_child
 from _gen import MB, default_dir, generate, generate_folder
 from estimate import _fresh, _load, capture, generator_sources, parallelism, real_fixtures
 
@@ -92,23 +93,6 @@ print(json.dumps(out))
 """
 
 
-def child_env(cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["XDG_CACHE_HOME"] = str(cache)
-    env["CTXFOLD_NO_CACHE"] = "1"  # cold figures: repeated rounds would read on from the count cache
-    env.pop("CTXFOLD_WORKERS", None)
-    return env
-
-
-def run_child(python: str, env: dict[str, str], args: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [python, "-c", _CHILD, json.dumps(args)], capture_output=True, text=True, env=env, check=False
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"child failed:\n{proc.stderr[-3000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
-
-
 def raw(batches: list[list[str]], engine: str) -> float:
     """One thread, one call per text, over fresh copies of the texts."""
     from ctxfold.tokens.encodings import get_encoding, quicktok_encoding
@@ -136,7 +120,7 @@ def shape(
     row["chars"] = sum(len(t) for b in batches for t in b)
     est, tik, qt = [], [], []
     for i in range(rounds):
-        c = run_child(python, env, {"path": str(path), "fmt": use, "parse": i == 0})
+        c = run_child(_CHILD, {"path": str(path), "fmt": use, "parse": i == 0}, python=python, env=env)
         est.append(c["s"])
         if i == 0:
             row.update(parse_s=c["parse_s"], peak_mb=c["peak_mb"], engine=c["engine"])
@@ -269,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (2 if args.quick else 3)
     files = args.folder_files or (300 if args.quick else 2000)
     runs = args.startup_runs or (7 if args.quick else 15)
-    env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-cache-")))
+    # cold figures: repeated rounds would read on from the count cache
+    env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-cache-")), count_cache=False)
     print(f"measuring {args.python}; generated files in {default_dir()}")
     print(
         f"{os.cpu_count()} CPUs; load average {_load()}; 2-thread speed-up of a GIL-free task {parallelism():.2f}x"
