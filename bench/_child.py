@@ -13,6 +13,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# What every child script starts with: its arguments, and its own high-water RSS in MiB (VmHWM;
+# ru_maxrss would carry the parent's RSS over the fork), 0.0 where /proc has none.
+PRELUDE = r"""
+import json, shutil, sys, tempfile, time
+args = json.loads(sys.argv[1])
+def hwm():
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+"""
+
 
 def child_env(cache: Path, *, count_cache: bool | None = None) -> dict[str, str]:
     """This environment for a child: a private cache folder ``cache``, bytecode writing on (as

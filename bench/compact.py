@@ -50,7 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _child import run_child
+from _child import PRELUDE, run_child
 from _gen import MB, default_dir, generate
 from estimate import GENERATED_FORMATS, REAL, generator_sources
 
@@ -63,13 +63,9 @@ ERROR_CHARS = 160
 LONG_PATH = 50
 SHOW_MISSES = 4
 
-_CHILD = r"""
-import json, shutil, sys, tempfile, time
-args = json.loads(sys.argv[1])
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+_CHILD = (
+    PRELUDE
+    + r"""
 from ctxfold.tokens.tokenizers import get_tokenizer
 if args["what"] == "compact":
     from ctxfold.compaction.run import CompactOptions, compact_file
@@ -104,6 +100,7 @@ else:
 out["peak_mb"] = hwm()
 print(json.dumps(out))
 """
+)
 
 
 # --------------------------------------------------------------------------- speed

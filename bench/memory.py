@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _child import child_env, run_child
+from _child import PRELUDE, child_env, run_child
 from _gen import MB, default_dir, generate
 from estimate import GENERATED_FORMATS, generator_sources
 
@@ -37,13 +37,9 @@ COMMANDS = ("estimate", "report", "compact")
 SIZES = (50.0, 100.0, 200.0)
 QUICK = (5.0, 10.0, 20.0)
 
-_CHILD = r"""
-import json, shutil, sys, tempfile, time
-args = json.loads(sys.argv[1])
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+_CHILD = (
+    PRELUDE
+    + r"""
 from ctxfold.tokens.tokenizers import get_tokenizer
 what = args["what"]
 if what == "compact":
@@ -75,6 +71,7 @@ out["seconds"] = time.perf_counter() - t
 out["peak_mb"] = hwm()
 print(json.dumps(out))
 """
+)
 
 
 def measure(python: str, what: str, path: Path, fmt: str) -> dict[str, Any]:

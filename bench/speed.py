@@ -57,7 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _child import child_env, run_child
+from _child import PRELUDE, child_env, run_child
 from _gen import MB, default_dir, generate, generate_folder
 from estimate import _fresh, _load, capture, generator_sources, parallelism, real_fixtures
 
@@ -65,14 +65,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SHAPES = ("claude-code", "codex")
 TINY = ROOT / "fixtures" / "claude-code" / "subagent.jsonl"
 
-_CHILD = r"""
-import json, sys, time
-args = json.loads(sys.argv[1])
-def peak_mb():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+_CHILD = (
+    PRELUDE
+    + r"""
 from ctxfold.tokens.estimate import estimate_file
 from ctxfold.tokens.tokenizers import get_tokenizer
 tok = get_tokenizer("o200k")
@@ -81,7 +76,7 @@ out = {"engine": getattr(tok, "engine", "tiktoken")}
 t = time.perf_counter()
 r = estimate_file(args["path"], fmt=args["fmt"])
 out["s"] = time.perf_counter() - t
-out["peak_mb"] = peak_mb()
+out["peak_mb"] = hwm()
 out["tokens"] = r.context_tokens
 if args["parse"]:
     from ctxfold.formats.loader import open_transcript
@@ -91,6 +86,7 @@ if args["parse"]:
     out["parse_s"] = time.perf_counter() - t
 print(json.dumps(out))
 """
+)
 
 
 def raw(batches: list[list[str]], engine: str) -> float:
