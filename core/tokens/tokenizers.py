@@ -27,11 +27,11 @@ LIGHT_BATCH = 50_000  # a batch this large means a large input: the native engin
 # An input of known size (``plan``) up to this many bytes may start in Python (LIGHT_CHARS still
 # caps it); a larger one loads a native engine at once instead of spending the budget first.
 LIGHT_INPUT = 256 * 1024
-# From this many bytes (parallel.MIN_BYTES: where helpers start) quicktok's speed pays back its
-# longer load (0.39 s against tiktoken's 0.2–0.29 s). `estimate` wall, tiktoken against quicktok
-# pinned: Codex 5 MB 0.71/0.76 s, 10 MB 0.87/0.89; Claude Code 10 MB 0.76/0.82; 200 MB 4.8/2.8
-# (Codex) and 3.4/2.9 (Claude Code). At 20 MB tiktoken is still 0.08 s ahead, but with a helper
-# process and twice the CPU. Below, tiktoken, unless quicktok is loaded already.
+# From this many bytes quicktok's speed pays back its longer load (0.39 s against tiktoken's
+# 0.2–0.29 s); a large input's helpers start here too (parallel.MIN_BYTES). `estimate` wall,
+# tiktoken against quicktok pinned: Codex 5 MB 0.71/0.76 s, 10 MB 0.87/0.89; Claude Code 10 MB
+# 0.76/0.82; 200 MB 4.8/2.8 (Codex) and 3.4/2.9 (Claude Code). At 20 MB tiktoken is still 0.08 s
+# ahead, but with a helper process and twice the CPU. Below, tiktoken, unless quicktok is loaded.
 QUICK_INPUT = 16_000_000
 
 
