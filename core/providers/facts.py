@@ -160,13 +160,17 @@ def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool
     if "Traceback (most recent call last)" in result.text:
         return True
     # a build or test piped through `| head` exits 0 whatever it printed: its own error lines tell
-    return status != "exit 0" and bool(_BUILD_ERROR.search(result.text[-20_000:]))
+    if status == "exit 0":
+        return False
+    tail = result.text[-20_000:]
+    return any(word in tail for word in _BUILD_WORDS) and bool(_BUILD_ERROR.search(tail))
 
 
 _BUILD_ERROR = re.compile(
     r"^.*\berror (?:TS\d+|\[E\d+\])?:.*$|^error\[E\d+\]:.*$|^npm ERR!.*$|^FAIL(?:ED)?\b.*$|^=+ .*\b\d+ failed\b.*$",
     re.M,
 )
+_BUILD_WORDS = ("error", "ERR!", "FAIL", "failed")  # one is in each line _BUILD_ERROR matches
 _SUMMARY_LINE = re.compile(r"^\W*(?:=+ )?.*\b\d+ (?:failed|errors?)\b.*$", re.M)
 
 
@@ -350,12 +354,12 @@ class Gathering:
             command: str | None = None
             for call in calls:  # a code tool's script: the tools it calls
                 args = _args(call)  # parsed once for both readings
-                for path, action, lines in _touched(call, args):
+                cmd = shell_command(call, args)
+                for path, action, lines in _touched(call, args, cmd):
                     use = self.facts.files.pop(path, None) or FileUse(i, i)
                     use.note(i, action, lines)
                     self.facts.files[path] = use
                     touched.append(path)
-                cmd = shell_command(call, args)
                 if cmd:
                     command = command or cmd
                     self.facts.values.command(cmd, i)
@@ -402,8 +406,8 @@ class Gathering:
         return self.facts
 
 
-def _touched(call: ToolCallPart, args: Any) -> list[tuple[str, str, tuple[int, int] | None]]:
-    """Files a call touched, through a file tool or a shell command, with the lines it read."""
+def _touched(call: ToolCallPart, args: Any, cmd: str | None) -> list[tuple[str, str, tuple[int, int] | None]]:
+    """Files a call touched, through a file tool or its shell command ``cmd``, with the lines it read."""
     out: list[tuple[str, str, tuple[int, int] | None]] = []
     for path, action in file_actions(call, args):
         lines = None
@@ -415,7 +419,6 @@ def _touched(call: ToolCallPart, args: Any) -> list[tuple[str, str, tuple[int, i
             if isinstance(view, list) and len(view) == 2 and all(isinstance(v, int) for v in view):
                 lines = (view[0], view[1] if view[1] > 0 else view[0])
         out.append((path, action, lines))
-    cmd = shell_command(call, args)
     if cmd:
         out += shell_files(cmd)
     return out

@@ -38,7 +38,12 @@ _FILEISH = re.compile(
 )
 
 
+_PLAIN_WORD = re.compile(r"[^ \t\r\n]+")  # a word of shlex's, when nothing is quoted or escaped
+
+
 def _words(part: str) -> list[str]:
+    if "'" not in part and '"' not in part and "\\" not in part:
+        return _PLAIN_WORD.findall(part)  # what shlex.split gives, without its character loop
     try:
         return shlex.split(part, posix=True)
     except ValueError:

@@ -27,7 +27,17 @@ _TICKET = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
 _ENV = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
 _LONG_ID = re.compile(r"(?<![\w/.-])(?=\w*\d)(?=\w*[A-Za-z])[1-9A-HJ-NP-Za-km-z]{32,64}(?![\w/.-])")
 _HEXCOLOR = re.compile(r"(?<![\w&])#[0-9a-fA-F]{6}\b")
+_PLAIN_VERSION = re.compile(r"\d+\.\d+\.\d+")
+# a tool output's line that states where something runs (no pattern spans lines)
+_SERVES = re.compile(
+    r"listening|running (?:at|on)|local:|server|ready|deployed|available at|^to https?://", re.I | re.M
+)
+# words one of those lines has, to pass over in a few substring scans the many outputs that
+# state nothing (lower-cased ASCII only: re.I folds some other letters onto these)
+_SERVES_WORDS = ("listening", "running ", "local:", "server", "ready", "deployed", "available at", "to http")
 _TRAIL = ".,;:!?"
+_HOSTS = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", ".local")
+_BRANCH_WORDS = ("On branch", "Switched to", "checkout -b", "switch -c", "push ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,19 +48,27 @@ class Value:
 
 
 def _found(text: str, said: bool) -> Iterable[tuple[str, str]]:
-    for m in _URL.finditer(text):
-        yield m.group(0).rstrip(_TRAIL), "url"
-    for m in _REPO.finditer(text):
-        yield m.group(0).rstrip(_TRAIL), "repository"
-    for m in _HOSTPORT.finditer(text):
-        yield m.group(0), "address"
-    for m in _UUID.finditer(text):
-        yield m.group(0), "id"
-    for m in _BRANCH.finditer(text):
-        yield m.group(1).rstrip(_TRAIL), "branch"
-    for m in _VERSION.finditer(text):
-        if not re.fullmatch(r"\d+\.\d+\.\d+", m.group(0)) or said:
-            yield m.group(0), "version"
+    # each pattern is tried only when the words it needs are there: a scan for a word is many
+    # times cheaper than a regular expression's, and most texts name no URL, host or branch
+    if "://" in text:
+        for m in _URL.finditer(text):
+            yield m.group(0).rstrip(_TRAIL), "url"
+    if "github." in text or "gitlab." in text or "bitbucket." in text:
+        for m in _REPO.finditer(text):
+            yield m.group(0).rstrip(_TRAIL), "repository"
+    if ":" in text and any(host in text for host in _HOSTS):
+        for m in _HOSTPORT.finditer(text):
+            yield m.group(0), "address"
+    if "-" in text:
+        for m in _UUID.finditer(text):
+            yield m.group(0), "id"
+    if any(word in text for word in _BRANCH_WORDS):
+        for m in _BRANCH.finditer(text):
+            yield m.group(1).rstrip(_TRAIL), "branch"
+    if "." in text:
+        for m in _VERSION.finditer(text):
+            if said or not _PLAIN_VERSION.fullmatch(m.group(0)):
+                yield m.group(0), "version"
     if not said:
         return
     for m in _COMMIT.finditer(text):
@@ -89,19 +107,27 @@ class Values:
     def output(self, text: str, age: int) -> None:
         """A tool's output: only the lines that state a branch, a commit, an address or a URL."""
         head = text[:4000]
-        for m in _GIT_LINE.finditer(head):
-            self._add(m.group(1), "branch", age)
-            self._add(m.group(2), "commit", age)
-        for m in _BRANCH.finditer(head):
-            self._add(m.group(1).rstrip(_TRAIL), "branch", age)
-        for line in head.splitlines()[:40]:
-            if re.search(
-                r"listening|running (?:at|on)|local:|server|ready|deployed|available at|^to https?://",
-                line,
-                re.I,
-            ):
-                for value, kind in _found(line, said=False):
-                    self._add(value, kind, age)
+        if "[" in head:
+            for m in _GIT_LINE.finditer(head):
+                self._add(m.group(1), "branch", age)
+                self._add(m.group(2), "commit", age)
+        if any(word in head for word in _BRANCH_WORDS):
+            for m in _BRANCH.finditer(head):
+                self._add(m.group(1).rstrip(_TRAIL), "branch", age)
+        if head.isascii():
+            low = head.lower()
+            if not any(word in low for word in _SERVES_WORDS):
+                return
+        block = "\n".join(head.splitlines()[:40])
+        seen = -1
+        for m in _SERVES.finditer(block):  # each line that matches, once, in order
+            start = block.rfind("\n", 0, m.start()) + 1
+            if start == seen:
+                continue
+            seen = start
+            end = block.find("\n", m.end())
+            for value, kind in _found(block[start : end if end >= 0 else len(block)], said=False):
+                self._add(value, kind, age)
 
     def setting(self, command: str, age: int) -> None:
         self._add(command, "setting", age)

@@ -1,0 +1,58 @@
+"""The carry-on digest's cheap readings give what the full ones give.
+
+Tool outputs and commands are read for values (addresses, branches) and failures; each reading
+first checks for the words it needs, so that most texts skip the regular expressions. These
+tests hold the skips to the full readings' answers, on the cases where a skip could go wrong.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+
+import pytest
+
+from ctxfold.providers.facts import failed
+from ctxfold.providers.shellfiles import _words
+from ctxfold.providers.values import Values
+from ctxfold.transcript.model import TextPart, ToolResultPart
+
+
+def test_unquoted_words_split_as_shlex_splits_them() -> None:
+    rnd = random.Random(20)
+    alphabet = "ab c\t\n\r#;|&<>$()*?~=-_/.\x0b\x0c\xa0é"
+    for _ in range(5000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 24)))
+        assert _words(text) == shlex.split(text, posix=True), repr(text)
+    assert _words("sed -n '1,80p' 'my file.py'") == ["sed", "-n", "1,80p", "my file.py"]
+
+
+def _addresses(text: str) -> list[str]:
+    values = Values()
+    values.output(text, 1)
+    return [v.text for v in values.items()]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r", "\u2028"])
+def test_a_server_line_is_read_among_many_lines(newline: str) -> None:
+    noise = [f"compiled module {k}" for k in range(30)]
+    lines = [*noise, "  ➜  Local:   http://127.0.0.1:5173/", "Server LISTENING on localhost:3001"]
+    assert _addresses(newline.join(lines)) == ["http://127.0.0.1:5173/", "127.0.0.1:5173", "localhost:3001"]
+    assert _addresses(newline.join([*noise, *noise, *lines])) == []  # only the first 40 lines are read
+
+
+def test_letters_that_fold_onto_the_words_are_read_as_before() -> None:
+    # "ſ" folds onto "s" when matched ignoring case: a lower-cased substring check would miss it
+    assert _addresses("ſerver up: https://example.com/app") == ["https://example.com/app"]
+
+
+def _result(text: str) -> ToolResultPart:
+    return ToolResultPart("c", (TextPart(text),), name="bash")
+
+
+def test_a_build_error_in_the_tail_fails_a_command_that_did_not_exit_zero() -> None:
+    out = "\n".join(["ok"] * 500 + ["src/a.ts(3,1): error TS2304: Cannot find name 'x'."] + ["done"] * 5)
+    assert failed(_result(out), "bash", "ok")
+    assert not failed(_result(out), "bash", "exit 0")
+    assert not failed(_result(out.replace("error", "warning")), "bash", "ok")
+    assert failed(_result("collected 4 items\n=== 1 failed, 3 passed in 0.2s ==="), "bash", "ok")
