@@ -18,13 +18,22 @@ from ctxfold.providers.values import Values
 from ctxfold.transcript.model import TextPart, ToolResultPart
 
 
-def test_unquoted_words_split_as_shlex_splits_them() -> None:
+def _shlex_or_words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, posix=True)
+    except ValueError:  # an unclosed quote: the command's words as they stand
+        return text.split()
+
+
+def test_shell_words_split_as_shlex_splits_them() -> None:
     rnd = random.Random(20)
-    alphabet = "ab c\t\n\r#;|&<>$()*?~=-_/.\x0b\x0c\xa0é"
-    for _ in range(5000):
+    alphabet = "ab c\t\n\r#;|&<>$()*?~=-_/.\x0b\x0c\xa0é'\"\\"
+    for _ in range(20000):
         text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 24)))
-        assert _words(text) == shlex.split(text, posix=True), repr(text)
+        assert _words(text) == _shlex_or_words(text), repr(text)
     assert _words("sed -n '1,80p' 'my file.py'") == ["sed", "-n", "1,80p", "my file.py"]
+    assert _words('echo "a \\"b\\" \\x" c\\ d \'\'') == ["echo", 'a "b" \\x', "c d", ""]
+    assert _words("grep 'unclosed x.py") == ["grep", "'unclosed", "x.py"]
 
 
 def _addresses(text: str) -> list[str]:

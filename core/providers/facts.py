@@ -319,6 +319,7 @@ class Gathering:
         self.calls: dict[str, tuple[str, str | None, tuple[str, ...], bool]] = {}
         self.failing: list[tuple[set[str], tuple[int, str, str]]] = []  # failures that still stand
         self.intent = ""
+        self._intent_read: tuple[str | None, bool] = (None, False)  # the intent last searched
 
     def add(self, i: int, m: Message) -> None:
         if m.branch is None:
@@ -365,7 +366,7 @@ class Gathering:
                     self.facts.values.command(cmd, i)
                     self.facts.commands.append((i, cmd, exit_status(before)))
                     self.pending.setdefault(outer.id, []).append(len(self.facts.commands) - 1)
-            expected = bool(_EXPECTED.search(self.intent))
+            expected = self._expected()
             self.calls[outer.id] = (sys.intern(outer.name), command, tuple(touched), expected)
         for res in m.tool_results:
             known = self.calls.get(res.call_id)
@@ -400,6 +401,12 @@ class Gathering:
                 still = [f for f in self.failing if not _settles(f[0], keys)]
                 self.facts.settled += len(self.failing) - len(still)
                 self.failing = still
+
+    def _expected(self) -> bool:
+        """Whether the agent's latest words expect a failure (read once per text, not per call)."""
+        if self._intent_read[0] is not self.intent:
+            self._intent_read = (self.intent, bool(_EXPECTED.search(self.intent)))
+        return self._intent_read[1]
 
     def result(self) -> Facts:
         self.facts.open_errors = [f for _, f in self.failing]

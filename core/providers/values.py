@@ -73,14 +73,38 @@ def _found(text: str, said: bool) -> Iterable[tuple[str, str]]:
         return
     for m in _COMMIT.finditer(text):
         yield m.group(0), "commit"
-    for m in _TICKET.finditer(text):
-        yield m.group(0), "ticket"
-    for m in _ENV.finditer(text):
-        yield m.group(0), "env"
+    if "-" in text:
+        for m in _TICKET.finditer(text):
+            yield m.group(0), "ticket"
+    if "_" in text:
+        for m in _ENV.finditer(text):
+            yield m.group(0), "env"
     for m in _LONG_ID.finditer(text):
         yield m.group(0), "id"
-    for m in _HEXCOLOR.finditer(text):
-        yield m.group(0), "color"
+    if "#" in text:
+        for m in _HEXCOLOR.finditer(text):
+            yield m.group(0), "color"
+
+
+def _serving_lines(block: str) -> list[str]:
+    """The lines of ``block`` (joined by newlines) that state where something runs, in order."""
+    if not block.isascii():
+        starts = {block.rfind("\n", 0, m.start()) + 1 for m in _SERVES.finditer(block)}
+    else:  # only the lines that have one of the words go through the regular expression
+        low, starts = block.lower(), set()
+        for word in _SERVES_WORDS:
+            at = low.find(word)
+            while at >= 0:
+                starts.add(low.rfind("\n", 0, at) + 1)
+                after = low.find("\n", at)
+                at = low.find(word, after) if after >= 0 else -1
+    lines = []
+    for start in sorted(starts):
+        end = block.find("\n", start)
+        line = block[start : end if end >= 0 else len(block)]
+        if _SERVES.search(line):
+            lines.append(line)
+    return lines
 
 
 class Values:
@@ -114,19 +138,8 @@ class Values:
         if any(word in head for word in _BRANCH_WORDS):
             for m in _BRANCH.finditer(head):
                 self._add(m.group(1).rstrip(_TRAIL), "branch", age)
-        if head.isascii():
-            low = head.lower()
-            if not any(word in low for word in _SERVES_WORDS):
-                return
-        block = "\n".join(head.splitlines()[:40])
-        seen = -1
-        for m in _SERVES.finditer(block):  # each line that matches, once, in order
-            start = block.rfind("\n", 0, m.start()) + 1
-            if start == seen:
-                continue
-            seen = start
-            end = block.find("\n", m.end())
-            for value, kind in _found(block[start : end if end >= 0 else len(block)], said=False):
+        for line in _serving_lines("\n".join(head.splitlines()[:40])):
+            for value, kind in _found(line, said=False):
                 self._add(value, kind, age)
 
     def setting(self, command: str, age: int) -> None:
