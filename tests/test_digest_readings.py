@@ -8,13 +8,14 @@ tests hold the skips to the full readings' answers, on the cases where a skip co
 from __future__ import annotations
 
 import random
+import re
 import shlex
 
 import pytest
 
 from ctxfold.providers.facts import failed
 from ctxfold.providers.shellfiles import _words
-from ctxfold.providers.values import Values
+from ctxfold.providers.values import _FOLDS, Values
 from ctxfold.transcript.model import TextPart, ToolResultPart
 
 
@@ -53,6 +54,17 @@ def test_a_server_line_is_read_among_many_lines(newline: str) -> None:
 def test_letters_that_fold_onto_the_words_are_read_as_before() -> None:
     # "ſ" folds onto "s" when matched ignoring case: a lower-cased substring check would miss it
     assert _addresses("ſerver up: https://example.com/app") == ["https://example.com/app"]
+
+
+def test_lower_casing_finds_every_line_the_pattern_finds() -> None:
+    # the substring scans stand in for the pattern unless the text has one of _FOLDS
+    fold = re.compile("[a-z]", re.I)
+    letters = (chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    assert {ch for ch in letters if fold.fullmatch(ch)} == set(_FOLDS)
+    assert _addresses("→ Sérvice ✓\n  ➜  Server ready → http://localhost:3000 ✓") == [
+        "http://localhost:3000",
+        "localhost:3000",
+    ]
 
 
 def _result(text: str) -> ToolResultPart:

@@ -32,8 +32,10 @@ _PLAIN_VERSION = re.compile(r"\d+\.\d+\.\d+")
 _SERVES = re.compile(
     r"listening|running (?:at|on)|local:|server|ready|deployed|available at|^to https?://", re.I | re.M
 )
-# words one of those lines has, to pass over in a few substring scans the many outputs that
-# state nothing (lower-cased ASCII only: re.I folds some other letters onto these)
+# words one of those lines has, found in the lower-cased text by substring scans, which are
+# many times faster; unless the text has a non-ASCII letter that re.I matches to an ASCII one
+# (str.lower() leaves two of them as they are, and U+0130 is the one letter it lengthens)
+_FOLDS = "\u0130\u0131\u017f\u212a"  # İ ı ſ K
 _SERVES_WORDS = ("listening", "running ", "local:", "server", "ready", "deployed", "available at", "to http")
 _TRAIL = ".,;:!?"
 _HOSTS = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", ".local")
@@ -88,7 +90,7 @@ def _found(text: str, said: bool) -> Iterable[tuple[str, str]]:
 
 def _serving_lines(block: str) -> list[str]:
     """The lines of ``block`` (joined by newlines) that state where something runs, in order."""
-    if not block.isascii():
+    if not block.isascii() and any(letter in block for letter in _FOLDS):
         starts = {block.rfind("\n", 0, m.start()) + 1 for m in _SERVES.finditer(block)}
     else:  # only the lines that have one of the words go through the regular expression
         low, starts = block.lower(), set()
