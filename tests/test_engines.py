@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from ctxfold.errors import TokenizerError
 from ctxfold.tokens import encodings, ranktable, tokenizers
+from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import estimate_file
+from ctxfold.tokens.incremental import estimate_incremental
 from ctxfold.tokens.ranktable import RankTable, TooLong
 from ctxfold.tokens.tokenizers import BpeTokenizer, QuicktokEngine, TiktokenEngine
 
@@ -234,6 +236,33 @@ def test_an_estimate_plans_the_engine_by_the_files_size(
         counts[pin + " engine"] = tokenizers.get_tokenizer("o200k").engine  # type: ignore[attr-defined]
     assert counts[" engine"] == "tiktoken" and counts["quicktok engine"] == "quicktok"
     assert counts[""] == counts["quicktok"]
+
+
+def test_a_file_read_on_from_the_count_cache_loads_one_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lines read on after the cached prefix plan the engine; the last ones do not plan it
+    again as an input of unknown size (which loaded quicktok beside tiktoken: 0.4 s, 80 MB)."""
+    lines = (FIXTURES / "claude-code" / "subagent.jsonl").read_bytes().splitlines(keepends=True)
+    log = tmp_path / "grown.jsonl"
+    with log.open("wb") as f:
+        while f.tell() <= tokenizers.LIGHT_INPUT:
+            f.writelines(lines)
+    store = CountStore(tmp_path / "counts")
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "")
+    estimate_incremental(str(log), store=store)
+    with log.open("ab") as f:
+        while f.tell() <= 3 * tokenizers.LIGHT_INPUT:
+            f.writelines(lines)
+    loads: list[str] = []
+    load = BpeTokenizer._load
+    monkeypatch.setattr(BpeTokenizer, "_load", lambda self, want: loads.append(want) or load(self, want))
+    monkeypatch.setattr(tokenizers, "_instances", {})  # a fresh process's tokenizers
+    trace: dict[str, int] = {}
+    grown = estimate_incremental(str(log), store=store, trace=trace)
+    assert trace["resumed"] > 0 and loads == ["tiktoken"]
+    monkeypatch.setattr(tokenizers, "_instances", {})
+    assert grown.context_tokens == estimate_file(log).context_tokens
 
 
 def test_quicktok_with_unpinned_data_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -303,7 +303,7 @@ class _Run:
                 self.saved = None
                 return None  # detection over the lines read since chooses another format: read cold
         more = continue_stream(opened, iter(tail), skip_invalid=self.skip_invalid)
-        sc.feed(self._entries(opened, more))
+        sc.feed(self._entries(opened, more), size=None)  # the engine planned for the lines before
         if self.fmt and not self.entries:
             self.saved = None
             return None  # a forced format with no entry: the cold run's error says it

@@ -60,14 +60,15 @@ def _count(name: str, texts: Sequence[str]) -> list[int]:
 
 class Counting:
     """Submit a batch's texts, get a future of their counts: for an input of ``size`` bytes (0:
-    unknown), with the engine and the helpers (``workers_for``) that suit its size."""
+    unknown), with the engine and the helpers (``workers_for``) that suit its size; None: the
+    last lines of an input an earlier call planned for, counted here with its engine."""
 
-    def __init__(self, tokenizer: Any, size: int) -> None:
+    def __init__(self, tokenizer: Any, size: int | None) -> None:
         self._tokenizer = tokenizer
         plan = getattr(tokenizer, "plan", None)
-        if plan is not None:
+        if plan is not None and size is not None:
             plan(size)
-        workers = workers_for(size)
+        workers = workers_for(size) if size is not None else 0
         self._pool: Executor | None = None
         self._submit: Callable[[list[str]], Future[list[int]]] | None = None
         self._inline_left = 0

@@ -149,9 +149,10 @@ class SessionCounter:
         self._segment_has_real = False
         self._held_summary: str | None = None  # a compaction's, until the next message is seen
 
-    def feed(self, entries: Iterable[Entry], *, size: int = 0, finish: bool = True) -> Replay:
-        """Replay ``entries`` (any iterable, consumed once; ``size`` bytes of log, 0 if unknown)
-        and return the final state.
+    def feed(self, entries: Iterable[Entry], *, size: int | None = 0, finish: bool = True) -> Replay:
+        """Replay ``entries`` (any iterable, consumed once; ``size`` bytes of log, 0 if unknown,
+        None for the last lines of an input an earlier call was told the size of) and return the
+        final state.
 
         A large input's batches are tokenized by a helper while the next ones are read and
         parsed here (``tokens/parallel.py``); results are applied in order, so the replay is
