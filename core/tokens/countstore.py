@@ -36,7 +36,8 @@ from ctxfold.tokens.session import Replay, collector_paused
 MAGIC = b"ctxfold count cache\n"
 CHUNK = 8 << 20  # bytes read at a time to check a prefix (few: each read gives up the GIL)
 TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
-MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again as one
+MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again, afresh
+SLICE = 4096  # requests or messages per pickled chunk
 VERSION = 2  # 2: the prefix is checked by CRC-32 (1: SHA-256)
 MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
 SUFFIX = ".bin"
@@ -205,13 +206,13 @@ class Chunks:
         if frozen < self.n_requests or len(self.requests) >= MAX_CHUNKS:
             self.requests, self.n_requests = [], 0
         if frozen > self.n_requests:
-            self.requests = [*self.requests, dumps(replay.requests[self.n_requests : frozen])]
+            self.requests = [*self.requests, *_sliced(replay.requests[self.n_requests : frozen])]
             self.n_requests = frozen
         ctx = replay.context
         if replay.segment != self.segment or len(ctx) < self.n_context or len(self.context) >= MAX_CHUNKS:
             self.context, self.n_context, self.segment = [], 0, replay.segment
         if len(ctx) > self.n_context:
-            self.context = [*self.context, dumps(ctx[self.n_context :])]
+            self.context = [*self.context, *_sliced(ctx[self.n_context :])]
             self.n_context = len(ctx)
         return replace(replay, requests=replay.requests[frozen:], context=[])
 
@@ -224,6 +225,12 @@ class Chunks:
         replay.requests = [*requests, *replay.requests]
         replay.context = context
         return replay
+
+
+def _sliced(items: list[Any]) -> list[bytes]:
+    """``items`` pickled a slice at a time: one pickle of a whole long session's messages
+    holds a memo of every object in it (20 MB for 53,000 messages, against 5 MB a slice)."""
+    return [dumps(items[i : i + SLICE]) for i in range(0, len(items), SLICE)]
 
 
 def dumps(value: Any) -> bytes:
