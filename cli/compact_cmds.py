@@ -123,6 +123,14 @@ def compact(
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
     no_profile: NoProfileOpt = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Read the whole session before deciding (default: decide from the counts kept by "
+            "earlier runs, and read for the summary only when due; CTXFOLD_NO_CACHE=1 does the same).",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be done; call and write nothing.")
     ] = False,
@@ -222,6 +230,7 @@ def compact(
                 keep_observations=conf["keep_observations"],
                 to=to,
                 install=install,
+                cache=not no_cache,
             ),
             config=config,
             profiles=profiles,

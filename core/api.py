@@ -144,6 +144,7 @@ def compact(
     keep_observations: int = 10,
     config: Config | None = None,
     profiles: Profiles | None = None,
+    cache: bool = False,
 ) -> CompactResult:
     """Compact a session file when it is due (``force=True``: anyway) and write
     ``NAME.compacted.jsonl`` in the input's own format, ``NAME.summary.md`` and the state
@@ -151,7 +152,9 @@ def compact(
     is never modified; a second run folds only what was appended since.
 
     ``summarizer`` is a provider spec (``"offline"``, ``"anthropic:claude-haiku-4-5,offline"``)
-    or your own callable taking a :class:`SummaryRequest`.
+    or your own callable taking a :class:`SummaryRequest`. ``cache=True`` decides from the
+    counts kept by :func:`estimate`'s cache first, so that a session not due is not read again
+    for a summary.
 
     >>> import tempfile
     >>> out = tempfile.mkdtemp()
@@ -184,6 +187,7 @@ def compact(
             dry_run=dry_run,
             force=force,
             keep_observations=keep_observations,
+            cache=cache,
         ),
         config=config,
         profiles=profiles,

@@ -15,6 +15,8 @@ Each step is a function with typed input and output: ``read_input`` (read.py), `
 (resume.py), ``decide_now``, ``fold`` (fold.py), ``write`` (record.py builds what it writes).
 ``decide`` and ``fold`` are the steps ``ContextGuard`` takes in an agent loop too. Not due →
 nothing is written (``force`` folds anyway); a dry run stops before the summarizer is called.
+With the count cache (``CompactOptions.cache``, the command's default) and no state file, the
+decision comes first, from the cache (``decide_early``, early.py): the read is made only when due.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxfold.compaction.carry_on import install, plan
+from ctxfold.compaction.early import Early, decide_early, first_decision
 from ctxfold.compaction.fold import Folded, FoldInput, fold
 from ctxfold.compaction.options import CompactOptions
 from ctxfold.compaction.outputs import (
@@ -39,8 +42,8 @@ from ctxfold.compaction.resume import Resumed, decision_settings, resume
 from ctxfold.compaction.statefile import State, file_hashes
 from ctxfold.config import Config
 from ctxfold.engine.calibration import Calibrator, Prior, make_calibrator
-from ctxfold.engine.now import calibrated, learn_from, prior_for
-from ctxfold.engine.policy import Decision, Policy, decide, make_policy
+from ctxfold.engine.now import learn_from
+from ctxfold.engine.policy import Decision, Policy, decide
 from ctxfold.engine.profile import Profiles
 from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.formats.base import CarryOn
@@ -132,6 +135,9 @@ def _compact(
     place: Place,
 ) -> CompactResult:
     strategy = get_strategy(opts.strategy)
+    early = decide_early(path, opts, config, profiles, folded_before=place.outs.state.exists())
+    if early is not None and not early.decision.due:
+        return _not_due(early, path, strategy.name, place)
     stream = _can_stream(path, opts, summarizer, summarizer_window, place)
     try:
         read = read_input(path, opts, config, place, stream=stream)
@@ -160,10 +166,7 @@ def _compact(
             "the whole session is decided again, and folded afresh when due"
         )
     if read.in_store:
-        result.notes.append(
-            f"the input is in {read.in_store}'s session folder: the outputs go to {read.outs.compacted.parent}/ "
-            "(--out-dir to choose; --install places the compacted session where the harness finds it)"
-        )
+        result.notes.append(_in_store(read.in_store, read.outs))
     if resumed.incremental and len(resumed.messages) == 1:
         result.status = "up-to-date"  # nothing arrived since the summary: a second run is a no-op
         return result
@@ -193,6 +196,33 @@ def _compact(
         )
         result.carry_on = _carry_on(result.outputs, compacted, opts)
     return result
+
+
+def _not_due(early: Early, path: str, strategy: str, place: Place) -> CompactResult:
+    """The result of a session decided not due before it was read for the summary."""
+    est = early.est
+    result = CompactResult(
+        "not-due",
+        path,
+        est.format,
+        place.outs,
+        early.policy,
+        early.decision.predicted,
+        early.decision.estimate,
+        messages_before=len(est.replay.context),
+        strategy=strategy,
+        warnings=[*est.model.warnings, *(f"{path}: {note}" for note in est.notes)],
+    )
+    if place.in_store:
+        result.notes.append(_in_store(place.in_store, place.outs))
+    return result
+
+
+def _in_store(harness: str, outs: Outputs) -> str:
+    return (
+        f"the input is in {harness}'s session folder: the outputs go to {outs.compacted.parent}/ "
+        "(--out-dir to choose; --install places the compacted session where the harness finds it)"
+    )
 
 
 def _can_stream(
@@ -279,7 +309,6 @@ def decide_now(read: Read, resumed: Resumed, opts: CompactOptions, profiles: Pro
     """Count the request the context makes now, calibrate it with the log's own real counts
     (or, after a state file's summary, with the state's calibration) and decide."""
     est, ctx = read.est, resumed.ctx
-    policy = make_policy(est.model.window, max_tokens=opts.max_tokens, buffer=opts.buffer)
     counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
     fixed = (
         counter.count_system(ctx.system)
@@ -287,20 +316,16 @@ def decide_now(read: Read, resumed: Resumed, opts: CompactOptions, profiles: Pro
         + counter.count_tools(ctx.tools)
         + counter.framing.per_request
     )
-    # the estimate already counted exactly this context unless a state file's summary heads it
-    if resumed.incremental:
-        estimate = fixed + sum(c.total for c in counter.count_messages(resumed.messages))
-    else:
-        estimate = est.context_tokens
-    prior = prior_for(est, profiles)
+    policy, prior, cal, decision = first_decision(est, opts, profiles)
     if profiles is not None and not opts.dry_run:  # a dry run writes nothing, the profile included
         learn_from(profiles, est)  # like estimate and report: every session read teaches the profile
         profiles.save()
+    # the estimate already counted exactly this context unless a state file's summary heads it
     if resumed.incremental and resumed.state is not None:
+        estimate = fixed + sum(c.total for c in counter.count_messages(resumed.messages))
         cal = make_calibrator(opts.calibration, _state_prior(resumed.state, prior), est.model.tokenizer)
-    else:
-        cal = calibrated(est, prior, opts.calibration)
-    return Now(policy, counter, cal, prior, fixed, decide(cal, policy, estimate))
+        decision = decide(cal, policy, estimate)
+    return Now(policy, counter, cal, prior, fixed, decision)
 
 
 def _state_prior(state: State, fallback: Prior) -> Prior:
