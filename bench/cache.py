@@ -15,6 +15,12 @@ starts, the best of ``--rounds``:
 * ``grown s``: the run with the cache on the grown file (the issue's target: grown ÷ cold ≤ 0.10);
 * ``same s``: a run again, the file unchanged.
 
+Then the whole commands, as a user runs them (a fresh ``ctxfold`` process each, start-up and
+the engine's load included; the best of ``--rounds``): ``estimate`` cold (``--no-cache``),
+after 2 % growth and unchanged; ``compact`` of the session (not due at its model's window)
+reading it whole for the summary (``--no-cache``), and deciding from the cache after 2 % growth
+and unchanged. ``--no-commands`` skips them.
+
 Then ``ctxfold statusline`` on a 20 MB Claude Code session (the whole command, as Claude Code
 runs it, with a private cache folder already holding the session): the median of ``--runs``
 runs of the file unchanged, and with one line appended before each run (a live session), next
@@ -75,12 +81,15 @@ def _cut(data: bytes, growth: float) -> int:
     return data.index(b"\n", int(len(data) * (1 - growth))) + 1
 
 
-def shape(fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: Path) -> dict[str, Any]:
+def shape(
+    fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: Path, whole: bool = True
+) -> dict[str, Any]:
     path, _ = generate(fmt, generator_sources(fmt), size_mb, seed=seed)
     data = path.read_bytes()
     cut = _cut(data, GROWTH)
     live = work / f"{fmt}-live.jsonl"
     times: dict[str, list[float]] = {"cold": [], "keep": [], "grown": [], "same": []}
+    ran: list[dict[str, Any]] = []
     for i in range(rounds):
         cache = work / f"cache-{fmt}-{i}"
         shutil.rmtree(cache, ignore_errors=True)
@@ -95,7 +104,11 @@ def shape(fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: P
         times["grown"].append(child(python, env, live, True))
         times["same"].append(child(python, env, live, True))
         shutil.rmtree(cache, ignore_errors=True)
+        if whole:
+            ran.append(commands(python, env, data, cut, work))
+            shutil.rmtree(cache, ignore_errors=True)
     best = {k: min(v) for k, v in times.items()}
+    cmds = {k: min(r[k] for r in ran) for k in ran[0] if k != "compact status"} if ran else {}
     return {
         "fmt": fmt,
         "mb": len(data) / MB,
@@ -104,7 +117,48 @@ def shape(fmt: str, size_mb: float, rounds: int, python: str, seed: int, work: P
         "grown/cold": best["grown"] / best["cold"],
         "same/cold": best["same"] / best["cold"],
         "keep/cold": best["keep"] / best["cold"],
+        "commands": cmds,
+        "compact status": sorted({r["compact status"] for r in ran}),
     }
+
+
+def commands(python: str, env: dict[str, str], data: bytes, cut: int, work: Path) -> dict[str, Any]:
+    """The whole commands' wall times in one round, and the status ``compact`` answered."""
+    ctl, live, out = _ctl(python), work / "commands-live.jsonl", work / "commands-out"
+
+    def kept() -> None:  # the cache holds the file less its last 2 %, which is then appended
+        live.write_bytes(data[:cut])
+        os.sync()
+        _timed([*ctl, "estimate", str(live), "--json"], env)
+        with live.open("ab") as f:
+            f.write(data[cut:])
+        os.sync()
+
+    estimate, compact = [*ctl, "estimate", str(live), "--json"], [*ctl, "compact", str(live), "--json"]
+    compact += ["--out-dir", str(out)]
+    t: dict[str, Any] = {}
+    kept()
+    t["estimate grown"], _ = _timed(estimate, env)
+    t["estimate same"], _ = _timed(estimate, env)
+    t["estimate cold"], _ = _timed([*estimate, "--no-cache"], env)
+    kept()
+    t["compact grown"], _ = _timed(compact, env)
+    t["compact same"], _ = _timed(compact, env)
+    t["compact whole"], doc = _timed([*compact, "--no-cache"], env)
+    shutil.rmtree(out, ignore_errors=True)
+    t["compact status"] = json.loads(doc).get("status") if doc.startswith("{") else "failed"
+    return t
+
+
+def _ctl(python: str) -> list[str]:
+    beside = Path(python).parent / "ctxfold"
+    return [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    return time.perf_counter() - t, done.stdout
 
 
 def _payload(transcript: Path) -> str:
@@ -142,9 +196,7 @@ def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) ->
     cache = work / "cache-statusline"
     shutil.rmtree(cache, ignore_errors=True)
     env = child_env(cache, count_cache=True)
-    beside = Path(python).parent / "ctxfold"
-    cmd = [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
-    cmd = [*cmd, "statusline"]
+    cmd = [*_ctl(python), "statusline"]
     if not _has_statusline(cmd, env):
         return {"mb": len(data) / MB, "line": None}
     payload = _payload(live)
@@ -176,11 +228,12 @@ def rows(
     seed: int = 0,
     statusline_mb: float = 20,
     runs: int = 15,
+    whole: bool = True,
 ) -> dict[str, Any]:
     """Every figure of this benchmark: ``{"shapes": [row per shape], "statusline": {...}}``."""
     work = Path(tempfile.mkdtemp(prefix="ctxfold-cache-bench-"))
     try:
-        shapes = [shape(fmt, size_mb, rounds, python, seed, work) for fmt in SHAPES]
+        shapes = [shape(fmt, size_mb, rounds, python, seed, work, whole) for fmt in SHAPES]
         line = statusline(python, statusline_mb, runs, seed, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -195,18 +248,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=None, help="statusline runs (15)")
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-commands", action="store_true", help="skip the whole commands' times")
     args = ap.parse_args(argv)
     size = args.size_mb or (20 if args.quick else 200)
     rounds = args.rounds or (2 if args.quick else 3)
     runs = args.runs or (7 if args.quick else 15)
     print(f"measuring {args.python}; load average {os.getloadavg()[0]:.2f}")
-    out = rows(size, rounds, args.python, args.seed, 20, runs)
+    out = rows(size, rounds, args.python, args.seed, 20, runs, not args.no_commands)
     print(f"\n{'shape':<12} {'MB':>6} {'cold s':>7} {'keep s':>7} {'grown s':>8} {'same s':>7} "
           f"{'grown/cold':>10} {'same/cold':>9} {'keep/cold':>9}")  # fmt: skip
     for r in out["shapes"]:
         print(
             f"{r['fmt']:<12} {r['mb']:>6.0f} {r['cold_s']:>7.3f} {r['keep_s']:>7.3f} {r['grown_s']:>8.3f} "
             f"{r['same_s']:>7.3f} {r['grown/cold']:>10.3f} {r['same/cold']:>9.3f} {r['keep/cold']:>9.3f}"
+        )
+    for r in out["shapes"]:
+        c = r["commands"]
+        if not c:
+            continue
+        print(
+            f"{r['fmt']} whole commands: estimate cold {c['estimate cold']:.2f} s, grown "
+            f"{c['estimate grown']:.2f} s ({c['estimate grown'] / c['estimate cold']:.3f}), same "
+            f"{c['estimate same']:.2f} s; compact ({'/'.join(r['compact status'])}) reading for the "
+            f"summary {c['compact whole']:.2f} s, from the cache grown {c['compact grown']:.2f} s "
+            f"({c['compact grown'] / c['compact whole']:.3f}), same {c['compact same']:.2f} s"
         )
     s = out["statusline"]
     if s["line"] is None:
