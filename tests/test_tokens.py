@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,20 @@ def test_ranks_are_read_as_tiktoken_reads_them(name: str) -> None:
             token, rank = line.split()
             expected[base64.b64decode(token)] = int(rank)
     assert encodings.read_ranks(name) == expected
+
+
+def test_the_ranks_kept_in_the_cache_folder_are_the_ranks_read(tmp_path: Path) -> None:
+    """tiktoken is built from a copy of the ranks kept in the cache folder (a third of the load
+    time); the copy equals a fresh read, and a damaged one is rewritten, never used."""
+    read = encodings.read_ranks("cl100k_base")
+    assert encodings.cached_ranks("cl100k_base") == read  # written
+    (copy,) = (Path(os.environ["XDG_CACHE_HOME"]) / "ctxfold" / "bpe").glob("cl100k_base-*.ranks")
+    assert encodings.cached_ranks("cl100k_base") == read  # read back
+    data = bytearray(copy.read_bytes())
+    data[-3] ^= 1  # a rank changed: the body no longer matches its sha256
+    copy.write_bytes(bytes(data))
+    assert encodings.cached_ranks("cl100k_base") == read
+    assert copy.read_bytes() != bytes(data)  # and the copy was written again
 
 
 def test_tampered_data_is_refused(tmp_path: Path) -> None:
