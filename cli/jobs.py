@@ -107,14 +107,14 @@ def read_files(
 def _load_engine(name: str, size: int, *, now: bool) -> None:
     """Plan the tokenizer ``name`` for ``size`` bytes; load its engine ``now`` (before a fork),
     or when the files are many enough to want quicktok (else each file's own plan decides)."""
-    from ctxfold.tokens.tokenizers import QUICK_INPUT, get_tokenizer
+    from ctxfold.tokens.tokenizers import QUICK_FOLDER, get_tokenizer
 
     tok = get_tokenizer(name)
     plan, native = getattr(tok, "plan", None), getattr(tok, "native", None)
     if plan is None or native is None:
         return  # not a BPE encoding: nothing to load
-    if now or size >= QUICK_INPUT:
-        plan(size)
+    if now or size >= QUICK_FOLDER:
+        plan(size, folder=True)
         native()
 
 

@@ -202,8 +202,13 @@ def test_the_engine_suits_the_size_of_the_input() -> None:
     assert tok.count("a small text") == 3 and tok.engine == "python"
     tok.plan(1_500_000)  # a typical session: tiktoken loads faster than quicktok, at once
     assert tok.count("a small text") == 3 and tok.engine == "tiktoken"
+    tok.plan(tokenizers.QUICK_FOLDER)  # a mid-sized file: tiktoken still costs less
+    assert tok.count("a small text") == 3 and tok.engine == "tiktoken"
     tok.plan(tokenizers.QUICK_INPUT)  # large: quicktok counts faster
     assert tok.count_batch(big) == want and tok.engine == "quicktok"
+    folder = BpeTokenizer("o200k", "o200k_base")
+    folder.plan(tokenizers.QUICK_FOLDER, folder=True)  # many files at once: quicktok sooner
+    assert folder.count_batch(big) == want and folder.engine == "quicktok"
     tok.plan(1_500_000)  # quicktok is loaded now: it serves the smaller input too
     assert tok.count("a small text") == 3 and tok.engine == "quicktok"
 

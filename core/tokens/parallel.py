@@ -15,9 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any
 
-from ctxfold.tokens.tokenizers import QUICK_INPUT
-
-MIN_BYTES = QUICK_INPUT  # inputs smaller than this are counted in-process (where tiktoken counts)
+MIN_BYTES = 16_000_000  # inputs smaller than this are counted in-process
 THREAD_AFTER = 8_000_000  # characters counted in-process before a quicktok helper thread starts
 WORKERS_ENV = "CTXFOLD_WORKERS"
 

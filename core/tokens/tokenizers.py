@@ -27,12 +27,16 @@ LIGHT_BATCH = 50_000  # a batch this large means a large input: the native engin
 # An input of known size (``plan``) up to this many bytes may start in Python (LIGHT_CHARS still
 # caps it); a larger one loads a native engine at once instead of spending the budget first.
 LIGHT_INPUT = 256 * 1024
-# From this many bytes quicktok's speed pays back its longer load (0.39 s against tiktoken's
-# 0.2–0.29 s); a large input's helpers start here too (parallel.MIN_BYTES). `estimate` wall,
-# tiktoken against quicktok pinned: Codex 5 MB 0.71/0.76 s, 10 MB 0.87/0.89; Claude Code 10 MB
-# 0.76/0.82; 200 MB 4.8/2.8 (Codex) and 3.4/2.9 (Claude Code). At 20 MB tiktoken is still 0.08 s
-# ahead, but with a helper process and twice the CPU. Below, tiktoken, unless quicktok is loaded.
-QUICK_INPUT = 16_000_000
+# From this many bytes of one file quicktok's speed pays back its longer load (0.38 s, against
+# 0.16 s for tiktoken built from the ranks kept in the cache folder). `estimate` wall, tiktoken
+# against quicktok pinned (tiktoken with two helper processes from parallel.MIN_BYTES, at the
+# same total CPU): Claude Code 20 MB 0.71/0.90 s, 32 MB 0.85/0.99, 50 MB 1.03/1.27, 200 MB
+# 2.71/2.54; Codex 20 MB 0.85/0.98, 32 MB 1.03/1.10, 50 MB 1.38/1.26, 200 MB 4.12/2.55.
+QUICK_INPUT = 40_000_000
+# A folder's files are counted in worker processes at once (the engine loaded before the fork),
+# where counting three to four times faster pays the load back sooner: 300 logs of 38 MB in all
+# took 1.33-1.41 s with tiktoken, 1.21 s with quicktok.
+QUICK_FOLDER = 16_000_000
 
 
 class Tokenizer(Protocol):
@@ -166,13 +170,14 @@ class BpeTokenizer:
             return self._native.name
         return "python" if self._light is not None else "none yet"
 
-    def plan(self, size: int) -> None:
-        """The input about to be read holds ``size`` bytes (0: unknown): it picks the engine
-        that costs least for it, loading included. An engine already loaded stays in use unless
-        a large input wants quicktok; ``CTXFOLD_BPE`` overrides the choice."""
+    def plan(self, size: int, *, folder: bool = False) -> None:
+        """The input about to be read holds ``size`` bytes (0: unknown; ``folder``: the total
+        of many files counted at once): it picks the engine that costs least for it, loading
+        included. An engine already loaded stays in use unless a large input wants quicktok;
+        ``CTXFOLD_BPE`` overrides the choice."""
         if self._choice:
             return
-        self._want = "tiktoken" if 0 < size < QUICK_INPUT else "quicktok"
+        self._want = "tiktoken" if 0 < size < (QUICK_FOLDER if folder else QUICK_INPUT) else "quicktok"
         self._light_off = size > LIGHT_INPUT
 
     def _small(self) -> Any:
