@@ -1,9 +1,9 @@
 """``compact`` streaming a long context (flat memory) writes what reading the session whole
 writes: byte for byte, on every bundled fixture and real session, the summary pass with the
-offline digest and the default options.
+offline digest and the default options, and the other strategies keeping only the context.
 
 Three runs per file, with the same fresh ids and clock: the session kept whole (the reading
-that every strategy and summarizer other than the offline digest still uses), the outline with
+a state file's pass still uses), the outline with
 the context kept as a list (what a context under ``CTXFOLD_STREAM_CHARS`` takes), and every
 context streamed (``CTXFOLD_STREAM_CHARS=0``: the digest's streamed readings, the kept tail,
 the outline the writers read). A refusal must be the same refusal."""
@@ -41,7 +41,9 @@ class _Frozen(datetime):
         return cls(2026, 1, 2, 3, 4, 5, 678000, tzinfo=tz or timezone.utc)
 
 
-def _compact(path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _compact(
+    path: Path, out: Path, monkeypatch: pytest.MonkeyPatch, strategy: str = "summary"
+) -> dict[str, Any]:
     draw = random.Random(20)  # the same ids in every run, each as random-looking as uuid4's
     monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=draw.getrandbits(128), version=4))
     for module in (statefile, formats_base, pi_writer, pi_session, genai_writer):
@@ -52,7 +54,7 @@ def _compact(path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
             str(path),
             summarizer,
             summarizer_window=None,
-            options=CompactOptions(force=True, out_dir=str(out)),
+            options=CompactOptions(force=True, out_dir=str(out), strategy=strategy),
         )
     except CtxfoldError as err:
         return {"refused": str(err).replace(str(out), "OUT")}
@@ -63,7 +65,7 @@ def _compact(path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
 def _runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     with monkeypatch.context() as m:
-        m.setattr(run, "_can_stream", lambda *a: False)
+        m.setattr(run, "_can_outline", lambda *a: False)
         out["whole"] = _compact(path, tmp_path / "whole", m)
     with monkeypatch.context() as m:
         m.setenv("CTXFOLD_STREAM_CHARS", str(10**12))
@@ -110,6 +112,27 @@ def test_streamed_compaction_writes_what_the_whole_one_writes(
         assert got == whole, name
 
 
+@pytest.mark.parametrize("strategy", ["sliding-window", "mask-observations"])
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_strategy_keeps_only_the_context_and_writes_what_the_whole_read_writes(
+    path: Path, strategy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first pass of any strategy keeps the current context and the writers' outline, not
+    every entry (a 200 MB Claude Code log: 496 -> 140 MB with mask-observations)."""
+    read_input, kept = run.read_input, []
+
+    def reading(*a: Any, **k: Any) -> Any:
+        read = read_input(*a, **k)
+        kept.append(read.outline is not None)
+        return read
+
+    monkeypatch.setattr(run, "read_input", reading)
+    got = _compact(path, tmp_path / "outline", monkeypatch, strategy)
+    monkeypatch.setattr(run, "_can_outline", lambda *a: False)
+    assert got == _compact(path, tmp_path / "whole", monkeypatch, strategy)
+    assert kept == [True, False]  # the first run kept an outline, the second every entry
+
+
 def test_a_tail_the_stream_did_not_keep_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,5 +144,5 @@ def test_a_tail_the_stream_did_not_keep_is_read_again(
     rereads = _counting(monkeypatch, run, "reread")
     got = _compact(path, tmp_path / "fallback", monkeypatch)
     assert rereads, "the streamed fold did not read the session again"
-    monkeypatch.setattr(run, "_can_stream", lambda *a: False)
+    monkeypatch.setattr(run, "_can_outline", lambda *a: False)
     assert got == _compact(path, tmp_path / "whole", monkeypatch)

@@ -37,7 +37,7 @@ class Read:
     state: State | None
     skipped: list[str]
     in_store: str | None = None  # the harness whose session folder holds the input
-    outline: Outline | None = None  # read streaming: ``transcript`` is the writers' outline only
+    outline: Outline | None = None  # read as an outline: ``transcript`` is the writers' outline only
 
     @property
     def entries(self) -> int:
@@ -56,14 +56,21 @@ def place_outputs(path: str, opts: CompactOptions) -> tuple[Outputs, str | None]
 
 
 def read_input(
-    path: str, opts: CompactOptions, config: Config | None, place: Place, *, stream: bool = False
+    path: str,
+    opts: CompactOptions,
+    config: Config | None,
+    place: Place,
+    *,
+    outline: bool = False,
+    stream: bool = False,
 ) -> Read:
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
-    ``stream`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`); a context
-    that streams needs the summary strategy and the offline digest."""
+    ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
+    current context and the writers' outline; with ``stream`` too, a long context's messages
+    stream by (which needs the summary strategy and the offline digest)."""
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
-    outlining = Outlining(True, stream_chars()) if stream else None
+    outlining = Outlining(stream, stream_chars()) if outline or stream else None
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),
         opened.format,
@@ -78,8 +85,8 @@ def read_input(
     est.notes = list(opened.warnings)  # filled as the entries were read
     skipped = [str(e) for e in opened.skipped]
     if outlining is not None:
-        outline = outlining.result(opened.format, opened.path)
-        return Read(outline.transcript, est, outs, state, skipped, place.in_store, outline)
+        kept_outline = outlining.result(opened.format, opened.path)
+        return Read(kept_outline.transcript, est, outs, state, skipped, place.in_store, kept_outline)
     transcript = materialize(kept, opened.format, opened.path)
     return Read(transcript, est, outs, state, skipped, place.in_store)
 

@@ -65,7 +65,9 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     whole session is folded again (``--force`` always redoes, never answers "up to date"); so it
     is when the state was written with other ``settings`` (its summary and outputs are not what
     this run asks for)."""
-    if read.outline is not None:  # read streaming: no state file was there, the context was built as it read
+    if (
+        read.outline is not None
+    ):  # read as an outline: no state file was there, the context was built as it read
         ctx = read.outline.context
         messages = ctx.messages if isinstance(ctx.messages, StreamedContext) else list(ctx.messages)
         return Resumed(None, ctx, messages, False, None)

@@ -138,9 +138,10 @@ def _compact(
     early = decide_early(path, opts, config, profiles, folded_before=place.outs.state.exists())
     if early is not None and not early.decision.due:
         return _not_due(early, path, strategy.name, place)
-    stream = _can_stream(path, opts, summarizer, summarizer_window, place)
+    outline = _can_outline(path, place)
+    stream = outline and _can_stream(opts, summarizer, summarizer_window)
     try:
-        read = read_input(path, opts, config, place, stream=stream)
+        read = read_input(path, opts, config, place, outline=outline, stream=stream)
     except Unknowable:  # a compaction recorded in the log keeps messages that streamed by
         read = read_input(path, opts, config, place)
     settings = decision_settings(read.est, opts, summarizer)
@@ -225,19 +226,22 @@ def _in_store(harness: str, outs: Outputs) -> str:
     )
 
 
-def _can_stream(
-    path: str, opts: CompactOptions, summarizer: Summarizer, window: int | None, place: Place
-) -> bool:
-    """A long context may stream by (``compact`` keeps only what the offline digest and the
-    kept tail need) on a first summary pass of a file with the offline digest; a state file
-    (an incremental pass), another strategy or summarizer, stdin or a dry run keep it whole."""
+def _can_outline(path: str, place: Place) -> bool:
+    """A first pass over a file keeps only the current context and the writers' outline
+    (``compaction.skeleton``); a state file's pass (an incremental one) reads the entries after
+    its watermark, and stdin is kept whole."""
+    return path != "-" and not place.outs.state.exists()
+
+
+def _can_stream(opts: CompactOptions, summarizer: Summarizer, window: int | None) -> bool:
+    """On a first pass, a long context may stream by too (``compact`` keeps only what the
+    offline digest and the kept tail need) with the summary strategy and the offline digest;
+    another strategy or summarizer, or a dry run, keeps the context whole."""
     return (
-        path != "-"
-        and not opts.dry_run
+        not opts.dry_run
         and opts.strategy == "summary"
         and answering_digest(summarizer) is not None
         and (window is None or window >= UNLIMITED_WINDOW)
-        and not place.outs.state.exists()
     )
 
 
