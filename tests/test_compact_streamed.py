@@ -19,18 +19,21 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, real, real_files
 
+import ctxfold.compaction.read as read_step
 import ctxfold.compaction.run as run
 import ctxfold.compaction.statefile as statefile
 import ctxfold.formats.base as formats_base
 import ctxfold.formats.genai.writer as genai_writer
 import ctxfold.formats.pi.session as pi_session
 import ctxfold.formats.pi.writer as pi_writer
+import ctxfold.providers.helper as helper
 from ctxfold.compaction.options import CompactOptions
 from ctxfold.errors import CtxfoldError
 from ctxfold.formats.loader import load
 from ctxfold.providers.offline import OfflineSummarizer
 from ctxfold.strategies import streamed
 from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import Message, TextPart
 
 FILES = sorted(FIXTURES.rglob("*.jsonl")) + real_files()
 
@@ -146,3 +149,42 @@ def test_a_tail_the_stream_did_not_keep_is_read_again(
     assert rereads, "the streamed fold did not read the session again"
     monkeypatch.setattr(run, "_can_outline", lambda *a: False)
     assert got == _compact(path, tmp_path / "whole", monkeypatch)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_readings_made_by_a_helper_process_are_the_same(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large log's streamed readings are made by a helper process (providers/helper.py):
+    here every context streams and every log counts as large, and the outputs are the ones the
+    readings made in-process give, byte for byte."""
+    monkeypatch.setenv("CTXFOLD_STREAM_CHARS", "0")
+    local = _compact(path, tmp_path / "local", monkeypatch)
+    started = _counting(monkeypatch, helper.HelperDigesting, "__init__")
+    monkeypatch.setattr(read_step, "workers_for", lambda size: 2)
+    assert _compact(path, tmp_path / "helper", monkeypatch) == local
+    if "files" in local and len(current_context(load(str(path)).entries).messages) >= 2:
+        assert started  # the context streamed, and its readings went to the helper
+
+
+def test_a_helper_that_fails_leaves_the_whole_read_to_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = FIXTURES / "codex" / "lab-0169.jsonl"
+    monkeypatch.setenv("CTXFOLD_STREAM_CHARS", "0")
+    monkeypatch.setattr(read_step, "workers_for", lambda size: 2)
+    monkeypatch.setattr(helper.sys, "executable", "/bin/false")  # a helper that answers nothing
+    rereads = _counting(monkeypatch, run, "reread")
+    got = _compact(path, tmp_path / "failed", monkeypatch)
+    assert rereads and "files" in got
+    monkeypatch.setattr(run, "_can_outline", lambda *a: False)
+    assert got == _compact(path, tmp_path / "whole", monkeypatch)
+
+
+def test_no_helper_without_workers_and_a_helper_let_go_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXFOLD_WORKERS", "0")
+    assert read_step.workers_for(10**12) == 0  # CTXFOLD_WORKERS=0: every reading in-process
+    digesting = helper.HelperDigesting()
+    digesting.add(Message("user", (TextPart("hello"),)))
+    digesting.close()  # the context it read was let go: its process does not run on
+    assert digesting._process.returncode is not None

@@ -17,6 +17,7 @@ from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.tokens.estimate import FileEstimate, estimate_entries
+from ctxfold.tokens.parallel import workers_for
 from ctxfold.transcript.model import Entry, Transcript
 
 
@@ -70,7 +71,10 @@ def read_input(
     stream by (which needs the summary strategy and the offline digest)."""
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
-    outlining = Outlining(stream, stream_chars()) if outline or stream else None
+    size = Path(path).stat().st_size if path != "-" else 0
+    # a large log's streamed readings are made beside the reading, by a helper process
+    helper = stream and workers_for(size) > 0
+    outlining = Outlining(stream, stream_chars(), helper) if outline or stream else None
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),
         opened.format,
@@ -78,7 +82,7 @@ def read_input(
         model=opts.model,
         window=opts.window,
         config=config,
-        size=Path(path).stat().st_size if path != "-" else 0,
+        size=size,
     )
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None

@@ -63,10 +63,12 @@ class Outline:
 
 
 class Outlining:
-    """Fed every entry in order; ``stream`` lets a long context stream instead of being kept."""
+    """Fed every entry in order; ``stream`` lets a long context stream instead of being kept
+    (and ``helper`` have its readings made in a helper process)."""
 
-    def __init__(self, stream: bool, threshold: int = STREAM_CHARS) -> None:
+    def __init__(self, stream: bool, threshold: int = STREAM_CHARS, helper: bool = False) -> None:
         self.stream, self.threshold = stream, threshold
+        self.helper = helper  # a streamed context's readings go to a helper process
         self.building = Building()
         self.count = 0
         self.last: Entry | None = None
@@ -164,7 +166,7 @@ class Outlining:
             self._chars += sum(weight(m) for m in messages[self._len :])
         self._len = len(messages)
         if self._chars > self.threshold and len(messages) >= 2:
-            ctx.messages = StreamedContext(messages)
+            ctx.messages = StreamedContext(messages, helper=self.helper)
             self._list, self._chars = None, 0
 
     _len = 0

@@ -18,6 +18,7 @@ from typing import Any, overload
 
 from ctxfold.providers.base import SummaryRequest
 from ctxfold.providers.facts import recorded_summary, request_text
+from ctxfold.providers.helper import HelperDigesting
 from ctxfold.providers.offline import OfflineSummarizer
 from ctxfold.providers.standing import IN_PROGRESS, Standing
 from ctxfold.providers.streamed import Digesting, Unknowable
@@ -64,12 +65,13 @@ class StreamedContext(Sequence[Message]):
     in a recent tail of about ``retain`` characters. Indexing reaches only what was kept;
     iterating the whole raises :class:`Unknowable`."""
 
-    def __init__(self, seed: Sequence[Message], retain: int | None = None) -> None:
+    def __init__(self, seed: Sequence[Message], retain: int | None = None, helper: bool = False) -> None:
         self.n = 0
         self.head: list[Message] = []
         self.previous: str | None = None  # a ctxfold summary heading the context
         self.body_head: list[Message] = []
-        self.digesting = Digesting()
+        # the digest's readings, here or in a helper process (a long log: providers/helper.py)
+        self.digesting: Digesting | HelperDigesting = HelperDigesting() if helper else Digesting()
         self.newest: str | None = None  # the newest request a person typed (not a summary)
         self.quoted: str | None = None  # the newest request an earlier continuation quoted
         self.tail: deque[tuple[int, Message, int]] = deque()
