@@ -18,6 +18,7 @@ whole and fold it in its own process, as it does when a streamed reading cannot 
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import subprocess
 import sys
@@ -34,11 +35,14 @@ class HelperDigesting:
     """:class:`Digesting`'s ``add`` and ``result``, with the readings made by a helper process."""
 
     def __init__(self) -> None:
+        # the helper imports ctxfold from where this process did (a checkout on sys.path too)
+        path = os.pathsep.join(p for p in sys.path if p)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "ctxfold.providers.helper"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": path},
         )
         self._batch: list[tuple[Message, str | None]] = []
         self._broken = False
