@@ -160,10 +160,11 @@ def test_the_readings_made_by_a_helper_process_are_the_same(
     readings made in-process give, byte for byte."""
     monkeypatch.setenv("CTXFOLD_STREAM_CHARS", "0")
     local = _compact(path, tmp_path / "local", monkeypatch)
-    started = _counting(monkeypatch, helper.HelperDigesting, "__init__")
+    started = _counting(monkeypatch, helper.HelperDigesting, "_hand_over")
     monkeypatch.setattr(read_step, "workers_for", lambda size: 2)
+    monkeypatch.setattr(helper, "HANDOVER", 3)  # the readings of the first 3 messages are handed over
     assert _compact(path, tmp_path / "helper", monkeypatch) == local
-    if "files" in local and len(current_context(load(str(path)).entries).messages) >= 2:
+    if "files" in local and len(current_context(load(str(path)).entries).messages) >= 4:
         assert started  # the context streamed, and its readings went to the helper
 
 
@@ -173,6 +174,7 @@ def test_a_helper_that_fails_leaves_the_whole_read_to_fold(
     path = FIXTURES / "codex" / "lab-0169.jsonl"
     monkeypatch.setenv("CTXFOLD_STREAM_CHARS", "0")
     monkeypatch.setattr(read_step, "workers_for", lambda size: 2)
+    monkeypatch.setattr(helper, "HANDOVER", 3)
     monkeypatch.setattr(helper.sys, "executable", "/bin/false")  # a helper that answers nothing
     rereads = _counting(monkeypatch, run, "reread")
     got = _compact(path, tmp_path / "failed", monkeypatch)
@@ -184,7 +186,11 @@ def test_a_helper_that_fails_leaves_the_whole_read_to_fold(
 def test_no_helper_without_workers_and_a_helper_let_go_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXFOLD_WORKERS", "0")
     assert read_step.workers_for(10**12) == 0  # CTXFOLD_WORKERS=0: every reading in-process
+    monkeypatch.setattr(helper, "HANDOVER", 2)
     digesting = helper.HelperDigesting()
     digesting.add(Message("user", (TextPart("hello"),)))
+    assert digesting._process is None  # a context let go this soon starts no process
+    digesting.add(Message("user", (TextPart("again"),)))
+    assert digesting._process is not None
     digesting.close()  # the context it read was let go: its process does not run on
     assert digesting._process.returncode is not None

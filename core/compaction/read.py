@@ -73,7 +73,7 @@ def read_input(
     kept: list[Entry] = []
     size = Path(path).stat().st_size if path != "-" else 0
     # a large log's streamed readings are made beside the reading, by a helper process
-    helper = stream and workers_for(size) > 0
+    helper = stream and workers_for(size) > 0 and os.name == "posix"
     outlining = Outlining(stream, stream_chars(), helper) if outline or stream else None
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),

@@ -8,9 +8,9 @@ most of the command's time, all of it on the one core that also parses: 6 of the
 own that runs the same readings, and gets them back at the end: the same ``Digested``, read on
 the second core while the first one reads and counts.
 
-The helper is ``python -m ctxfold.providers.helper`` on pipes: a fresh interpreter (a fork
-would copy the reading's threads in whatever state they are), and no multiprocessing, whose
-``spawn`` runs the caller's main script again in the child. A helper that fails raises
+The helper is ``python -m ctxfold.providers.helper FD`` (POSIX), fed on its stdin and answering
+on the pipe ``FD``: a fresh interpreter (a fork would copy the reading's threads in whatever
+state they are), and no multiprocessing, whose ``spawn`` runs the caller's main script again. A helper that fails raises
 :class:`~ctxfold.providers.streamed.Unknowable`, which makes ``compact`` read the session again
 whole and fold it in its own process, as it does when a streamed reading cannot tell.
 """
@@ -28,53 +28,84 @@ from ctxfold.providers.streamed import Digested, Digesting, Unknowable
 from ctxfold.transcript.model import Message
 
 BATCH = 256  # messages per batch sent: few writes, little held here
+# messages read here before the readings are handed to a helper: a context the reading lets go
+# sooner (a compaction the log recorded starts the next one) never starts a process
+HANDOVER = 2048
 _LENGTH = 8  # bytes of each batch's length, before it
 
 
 class HelperDigesting:
-    """:class:`Digesting`'s ``add`` and ``result``, with the readings made by a helper process."""
+    """:class:`Digesting`'s ``add`` and ``result``: read here at first, then, past
+    ``HANDOVER`` messages, by a helper process the readings so far are handed to."""
 
     def __init__(self) -> None:
-        # the helper imports ctxfold from where this process did (a checkout on sys.path too)
-        path = os.pathsep.join(p for p in sys.path if p)
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "ctxfold.providers.helper"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": path},
-        )
+        self._local: Digesting | None = Digesting()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._answers: IO[bytes] | None = None
         self._batch: list[tuple[Message, str | None]] = []
         self._broken = False
         self.count = 0
 
     def add(self, m: Message, words: str | None = None) -> None:
         self.count += 1
+        if self._local is not None:
+            self._local.add(m, words)
+            if self.count >= HANDOVER:
+                self._hand_over(self._local)
+                self._local = None
+            return
         self._batch.append((m, words))
         if len(self._batch) >= BATCH:
             self._send()
 
+    def _hand_over(self, readings: Digesting) -> None:
+        """Start the helper and send it the readings so far, as its first batch."""
+        # the helper imports ctxfold from where this process did (a checkout on sys.path too);
+        # it answers on a pipe of its own, so that nothing an import prints can garble it
+        path = os.pathsep.join(p for p in sys.path if p)
+        answers, end = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "ctxfold.providers.helper", str(end)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": path},
+                pass_fds=(end,),
+            )
+        except OSError:
+            os.close(answers)
+            self._broken = True  # no helper: result() says so
+            return
+        finally:
+            os.close(end)
+        self._answers = os.fdopen(answers, "rb")
+        self._write(pickle.dumps(readings, protocol=pickle.HIGHEST_PROTOCOL))
+
     def _send(self) -> None:
-        if self._batch and not self._broken:
-            try:
-                _write(self._stdin, pickle.dumps(self._batch, protocol=pickle.HIGHEST_PROTOCOL))
-            except OSError:
-                self._broken = True  # the helper is gone: result() says so
+        if self._batch:
+            self._write(pickle.dumps(self._batch, protocol=pickle.HIGHEST_PROTOCOL))
         self._batch = []
 
-    @property
-    def _stdin(self) -> IO[bytes]:
-        assert self._process.stdin is not None
-        return self._process.stdin
+    def _write(self, data: bytes) -> None:
+        if self._process is None or self._process.stdin is None or self._broken:
+            return
+        try:
+            _write(self._process.stdin, data)
+        except OSError:
+            self._broken = True  # the helper is gone: result() says so
 
     def result(self, recorded: str | None) -> Digested:
+        if self._local is not None:
+            return self._local.result(recorded)
         self._send()
         answer: object = None
         try:
-            _write(self._stdin, b"")
-            self._stdin.close()
-            assert self._process.stdout is not None
-            answer = pickle.load(self._process.stdout)  # read as it is unpickled: no copy of it all
+            if self._process is None or self._process.stdin is None or self._answers is None:
+                raise OSError("it did not start")
+            _write(self._process.stdin, b"")
+            self._process.stdin.close()
+            answer = pickle.load(self._answers)  # read as it is unpickled: no copy of it all
         except (OSError, EOFError, pickle.UnpicklingError) as err:
             answer = f"it stopped ({err or type(err).__name__})"
         finally:
@@ -86,17 +117,20 @@ class HelperDigesting:
     def close(self) -> None:
         """Stop the helper: once it answered, or when the reading lets its context go (a later
         compaction in the log), when what it read is of no use."""
-        if self._process.poll() is None and not self._stdin.closed:
-            self._process.kill()
-        for pipe in (self._process.stdin, self._process.stdout):
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None and process.stdin is not None and not process.stdin.closed:
+            process.kill()
+        for pipe in (process.stdin, self._answers):
             if pipe is not None and not pipe.closed:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        self._process.wait()
+        process.wait()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # late in the interpreter's exit: nothing to stop
-            if self._process.returncode is None:
+            if self._process is not None and self._process.returncode is None:
                 self.close()
 
 
@@ -108,8 +142,9 @@ def _write(out: IO[bytes], data: bytes) -> None:
 
 
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
-    """The helper: read every batch, then write the readings back (or what went wrong)."""
-    readings = Digesting()
+    """The helper: take the readings so far (the first batch), read every batch after them,
+    then write the readings back (or what went wrong)."""
+    readings: Digesting | None = None
     try:
         while True:
             head = inp.read(_LENGTH)
@@ -118,7 +153,11 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             size = int.from_bytes(head, "little")
             if not size:
                 break
-            for m, words in pickle.loads(inp.read(size)):
+            data = pickle.loads(inp.read(size))
+            if readings is None:
+                readings = data
+                continue
+            for m, words in data:
                 readings.add(m, words)
         answer: object = readings
     except Exception as err:  # what the reading in one process would have raised
@@ -128,4 +167,4 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.stdin.buffer, os.fdopen(int(sys.argv[1]), "wb"))
