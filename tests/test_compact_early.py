@@ -15,7 +15,7 @@ from conftest import FIXTURES, real_files
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.compaction import early, run
+from ctxfold.compaction import decide, run
 from ctxfold.compaction.run import CompactOptions, CompactResult, compact_file
 from ctxfold.engine.profile import Profiles
 from ctxfold.providers.registry import make_summarizer
@@ -79,7 +79,7 @@ def test_a_state_file_or_force_reads_once_for_everything(
 ) -> None:
     assert _compact(SESSION, tmp_path / "o", window=24_000, cache=True).status == "compacted"
     # the state file decides what is new since its summary: nothing, and the cache is not asked
-    monkeypatch.setattr(early, "count_file", lambda *a, **k: pytest.fail("decided from the cache"))
+    monkeypatch.setattr(decide, "count_file", lambda *a, **k: pytest.fail("decided from the cache"))
     assert _compact(SESSION, tmp_path / "o", window=24_000, cache=True).status == "up-to-date"
     assert _compact(SESSION, tmp_path / "f", force=True, cache=True).status == "compacted"
 

@@ -29,4 +29,4 @@ class CompactOptions:
     to: str | None = None  # write for another harness's format (default: the input's own)
     install: bool = False  # place the compacted session where its harness looks for it
     home: Path | None = None  # the home folder harnesses keep their sessions under (tests)
-    cache: bool = False  # decide first from the count cache (compaction/early.py)
+    cache: bool = False  # decide first from the count cache (compaction/decide.py)

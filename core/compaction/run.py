@@ -12,11 +12,11 @@
      └ parse once, estimating as it streams; the input is never written to
 
 Each step is a function with typed input and output: ``read_input`` (read.py), ``resume``
-(resume.py), ``decide_now``, ``fold`` (fold.py), ``write`` (record.py builds what it writes).
+(resume.py), ``decide_now`` (decide.py), ``fold`` (fold.py), ``write`` (record.py builds what it writes).
 ``decide`` and ``fold`` are the steps ``ContextGuard`` takes in an agent loop too. Not due →
 nothing is written (``force`` folds anyway); a dry run stops before the summarizer is called.
 With the count cache (``CompactOptions.cache``, the command's default) and no state file, the
-decision comes first, from the cache (``decide_early``, early.py): the read is made only when due.
+decision comes first, from the cache (``decide_early``): the read is made only when due.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxfold.compaction.carry_on import install, plan
-from ctxfold.compaction.early import Early, decide_early, first_decision
+from ctxfold.compaction.decide import Early, Now, decide_early, decide_now
 from ctxfold.compaction.fold import Folded, FoldInput, fold
 from ctxfold.compaction.options import CompactOptions
 from ctxfold.compaction.outputs import (
@@ -39,11 +39,9 @@ from ctxfold.compaction.outputs import (
 from ctxfold.compaction.read import Place, Read, place_outputs, read_input, reread
 from ctxfold.compaction.record import compacted_transcript, new_state
 from ctxfold.compaction.resume import Resumed, decision_settings, resume
-from ctxfold.compaction.statefile import State, file_hashes
+from ctxfold.compaction.statefile import file_hashes
 from ctxfold.config import Config
-from ctxfold.engine.calibration import Calibrator, Prior, make_calibrator
-from ctxfold.engine.now import learn_from
-from ctxfold.engine.policy import Decision, Policy, decide
+from ctxfold.engine.policy import Policy
 from ctxfold.engine.profile import Profiles
 from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.formats.base import CarryOn
@@ -54,8 +52,6 @@ from ctxfold.providers.offline import answering_digest
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import MIN_SHRINK, Strategy, get_strategy
 from ctxfold.strategies.summary import UNLIMITED_WINDOW
-from ctxfold.tokens.counting import Counter
-from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.model import Transcript
 
 
@@ -90,18 +86,6 @@ class CompactResult:
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # bad lines passed over (--skip-invalid)
     carry_on: CarryOn | None = None  # how to resume the compacted session in its harness
-
-
-@dataclass(frozen=True)
-class Now:
-    """The request the context makes now and the decision on it."""
-
-    policy: Policy
-    counter: Counter
-    calibrator: Calibrator
-    prior: Prior
-    fixed: int  # system prompt, tools, harness text and per-request framing, counted
-    decision: Decision
 
 
 def compact_file(
@@ -307,37 +291,6 @@ def _check_paths(path: str, opts: CompactOptions) -> None:
 
 def _stop_before_summarizing(request: SummaryRequest) -> SummaryResult:
     raise _WouldSummarize
-
-
-def decide_now(read: Read, resumed: Resumed, opts: CompactOptions, profiles: Profiles | None) -> Now:
-    """Count the request the context makes now, calibrate it with the log's own real counts
-    (or, after a state file's summary, with the state's calibration) and decide."""
-    est, ctx = read.est, resumed.ctx
-    counter = Counter(get_tokenizer(est.model.tokenizer), est.model.provider, memo=True)
-    fixed = (
-        counter.count_system(ctx.system)
-        + ctx.harness
-        + counter.count_tools(ctx.tools)
-        + counter.framing.per_request
-    )
-    policy, prior, cal, decision = first_decision(est, opts, profiles)
-    if profiles is not None and not opts.dry_run:  # a dry run writes nothing, the profile included
-        learn_from(profiles, est)  # like estimate and report: every session read teaches the profile
-        profiles.save()
-    # the estimate already counted exactly this context unless a state file's summary heads it
-    if resumed.incremental and resumed.state is not None:
-        estimate = fixed + sum(c.total for c in counter.count_messages(resumed.messages))
-        cal = make_calibrator(opts.calibration, _state_prior(resumed.state, prior), est.model.tokenizer)
-        decision = decide(cal, policy, estimate)
-    return Now(policy, counter, cal, prior, fixed, decision)
-
-
-def _state_prior(state: State, fallback: Prior) -> Prior:
-    c = state.calibration
-    if "ratio" in c and "overhead" in c:
-        first = c.get("first_ratio")
-        return Prior(int(c["overhead"]), float(c["ratio"]), "state file", float(first) if first else None)
-    return fallback
 
 
 def write(
