@@ -11,6 +11,7 @@ the outline the writers read). A refusal must be the same refusal."""
 from __future__ import annotations
 
 import random
+import shutil
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -194,3 +195,51 @@ def test_no_helper_without_workers_and_a_helper_let_go_is_stopped(monkeypatch: p
     assert digesting._process is not None
     digesting.close()  # the context it read was let go: its process does not run on
     assert digesting._process.returncode is not None
+
+
+def _grown_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Compact the first 3/5 of the session's lines, then the whole (a state file's pass):
+    reading outlines, and reading every entry."""
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    runs: dict[str, Any] = {}
+    for name in ("outline", "whole"):
+        with monkeypatch.context() as m:
+            if name == "whole":
+                m.setattr(run, "_can_outline", lambda *a: False)
+            log, out = tmp_path / "s" / path.name, tmp_path / "s" / "out"  # the same paths: the
+            shutil.rmtree(log.parent, ignore_errors=True)  # summary names the session file
+            log.parent.mkdir()
+            log.write_bytes(b"".join(lines[: len(lines) * 3 // 5]))
+            first = _compact(log, out, m)
+            log.write_bytes(data)
+            runs[name] = (first, _compact(log, out, m))
+    return runs
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_state_files_pass_keeps_only_the_context_and_writes_what_the_whole_read_writes(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass after a state file keeps the context from its watermark (and the entry
+    before, and the whole current context, for the starts over it may make), not every entry
+    (a 200 MB Claude Code log: 486 -> 140 MiB)."""
+    runs = _grown_runs(path, tmp_path, monkeypatch)
+    assert runs["outline"] == runs["whole"]
+
+
+def test_a_state_files_pass_reads_an_outline_and_goes_on_from_the_watermark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resumed: list[tuple[bool, bool]] = []
+    resume = run.resume
+
+    def spy(read: Any, *a: Any, **k: Any) -> Any:
+        out = resume(read, *a, **k)
+        resumed.append((read.outline is not None, out.incremental))
+        return out
+
+    monkeypatch.setattr(run, "resume", spy)
+    runs = _grown_runs(FIXTURES / "real" / "claude-code-sidechains.jsonl", tmp_path, monkeypatch)
+    assert "files" in runs["outline"][1]
+    assert resumed == [(True, False), (True, True), (False, False), (False, True)]

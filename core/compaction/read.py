@@ -67,14 +67,19 @@ def read_input(
 ) -> Read:
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
     ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
-    current context and the writers' outline; with ``stream`` too, a long context's messages
-    stream by (which needs the summary strategy and the offline digest)."""
+    current context (and, after a state file, the context from its watermark) and the writers'
+    outline; with ``stream`` too, a long context's messages stream by (which needs the summary
+    strategy, the offline digest and no state file)."""
+    outs = place.outs
+    state = load_state(outs.state) if path != "-" else None
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
     size = Path(path).stat().st_size if path != "-" else 0
     # a large log's streamed readings are made beside the reading, by a helper process
     helper = stream and workers_for(size) > 0 and os.name == "posix"
-    outlining = Outlining(stream, stream_chars(), helper) if outline or stream else None
+    # a state file's pass goes on from its watermark (or the entry before it: resume.py)
+    starts = (state.watermark - 1, state.watermark) if state is not None else ()
+    outlining = Outlining(stream, stream_chars(), helper, starts) if outline or stream else None
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),
         opened.format,
@@ -84,8 +89,6 @@ def read_input(
         config=config,
         size=size,
     )
-    outs = place.outs
-    state = load_state(outs.state) if path != "-" else None
     est.notes = list(opened.warnings)  # filled as the entries were read
     skipped = [str(e) for e in opened.skipped]
     if outlining is not None:

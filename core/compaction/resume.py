@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxfold.compaction.options import CompactOptions
-from ctxfold.compaction.outputs import Outputs, set_is_whole
+from ctxfold.compaction.outputs import set_is_whole
 from ctxfold.compaction.read import Read
 from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, settings_changes
 from ctxfold.errors import ChangedPrefixError
@@ -19,7 +19,7 @@ from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.strategies.summary import summary_message
 from ctxfold.tokens.estimate import FileEstimate
 from ctxfold.transcript.context import Context, current_context
-from ctxfold.transcript.model import Message, Transcript
+from ctxfold.transcript.model import Message
 
 
 @dataclass(frozen=True)
@@ -65,24 +65,23 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     whole session is folded again (``--force`` always redoes, never answers "up to date"); so it
     is when the state was written with other ``settings`` (its summary and outputs are not what
     this run asks for)."""
-    if (
-        read.outline is not None
-    ):  # read as an outline: no state file was there, the context was built as it read
-        ctx = read.outline.context
+    outline = read.outline
+    if outline is not None and read.state is None:  # a first pass: the context built as it read
+        ctx = outline.context
         messages = ctx.messages if isinstance(ctx.messages, StreamedContext) else list(ctx.messages)
         return Resumed(None, ctx, messages, False, None)
     state, start, digest = read.state, 0, None
     changed: list[str] = []
     if state is not None and path != "-":
-        state, start, digest = _resume_point(read.transcript, state, read.outs, force)
+        state, start, digest = _resume_point(read, state, force)
         if state is not None and settings is not None:
             changed = settings_changes(state.settings, settings)
             if changed:
                 state, start = None, 0
-    ctx = current_context(read.transcript.entries, start)
+    ctx = _context(read, start)
     if force and state is not None and start > 0 and ctx.start == start and not ctx.messages:
         state, start = None, 0
-        ctx = current_context(read.transcript.entries)
+        ctx = _context(read, 0)
     messages = list(ctx.messages)
     incremental = state is not None and start > 0 and ctx.start == start
     if incremental and state is not None:
@@ -90,15 +89,22 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     return Resumed(state, ctx, messages, incremental, digest, tuple(changed))
 
 
-def _resume_point(
-    t: Transcript, state: State, outs: Outputs, force: bool
-) -> tuple[State | None, int, tuple[str, int] | None]:
+def _context(read: Read, start: int) -> Context:
+    """The context from entry ``start`` on: built as the session was read (an outline holds it
+    for every start the state allows), or from the entries kept whole."""
+    if read.outline is not None:
+        return read.outline.contexts[start]
+    return current_context(read.transcript.entries, start)
+
+
+def _resume_point(read: Read, state: State, force: bool) -> tuple[State | None, int, tuple[str, int] | None]:
     """The state to go on from (None: start over), where the new part starts, and (sha256,
     size) of the whole file as it is now. The same source is the file the state summarized, grown
     (its first bytes unchanged); a rewritten file of the same session is refused unless
     ``force``, which starts over; another session's state is refused even with ``force`` (its
     outputs are another session's: give this one another name or folder). A set whose outputs
     are not those the state was written with (it was never completed) starts over too."""
+    t, outs = read.transcript, read.outs
     prefix, whole, size = file_hashes(str(t.path), state.prefix_bytes)
     if prefix != state.prefix_sha256 or size < state.prefix_bytes:
         if state.session_id and t.session_id:  # a renamed copy of the session is still the session
@@ -117,7 +123,8 @@ def _resume_point(
             "file was rewritten, not appended); pass --force to start over"
         )
     wm = state.watermark
-    if not set_is_whole(outs, state) or not 0 < wm <= len(t.entries):
+    if not set_is_whole(outs, state) or not 0 < wm <= read.entries:
         return None, 0, (whole, size)
-    same_last = entry_sha256(t.entries[wm - 1]) == state.last_entry_sha256
+    last = read.outline.shas[wm - 1] if read.outline is not None else entry_sha256(t.entries[wm - 1])
+    same_last = last == state.last_entry_sha256
     return state, (wm if same_last else wm - 1), (whole, size)

@@ -122,8 +122,8 @@ def _compact(
     early = decide_early(path, opts, config, profiles, folded_before=place.outs.state.exists())
     if early is not None and not early.decision.due:
         return _not_due(early, path, strategy.name, place)
-    outline = _can_outline(path, place)
-    stream = outline and _can_stream(opts, summarizer, summarizer_window)
+    outline = _can_outline(path)
+    stream = outline and not place.outs.state.exists() and _can_stream(opts, summarizer, summarizer_window)
     try:
         read = read_input(path, opts, config, place, outline=outline, stream=stream)
     except Unknowable:  # a compaction recorded in the log keeps messages that streamed by
@@ -210,17 +210,16 @@ def _in_store(harness: str, outs: Outputs) -> str:
     )
 
 
-def _can_outline(path: str, place: Place) -> bool:
-    """A first pass over a file keeps only the current context and the writers' outline
-    (``compaction.skeleton``); a state file's pass (an incremental one) reads the entries after
-    its watermark, and stdin is kept whole."""
-    return path != "-" and not place.outs.state.exists()
+def _can_outline(path: str) -> bool:
+    """A file is read keeping only the current context (and, after a state file, the context
+    from its watermark) and the writers' outline (``compaction.skeleton``); stdin is kept whole."""
+    return path != "-"
 
 
 def _can_stream(opts: CompactOptions, summarizer: Summarizer, window: int | None) -> bool:
-    """On a first pass, a long context may stream by too (``compact`` keeps only what the
-    offline digest and the kept tail need) with the summary strategy and the offline digest;
-    another strategy or summarizer, or a dry run, keeps the context whole."""
+    """On a first pass (no state file), a long context may stream by too (``compact`` keeps
+    only what the offline digest and the kept tail need) with the summary strategy and the
+    offline digest; another strategy or summarizer, or a dry run, keeps the context whole."""
     return (
         not opts.dry_run
         and opts.strategy == "summary"

@@ -54,22 +54,33 @@ LOOKUPS: tuple[Callable[[Message], bool], ...] = (_cwd_main, _cwd, _answer_model
 @dataclass(frozen=True)
 class Outline:
     """The session as ``compact`` kept it: the writers' outline, the entry count and the last
-    entry's hash, and the current context (its messages a list, or streamed)."""
+    entry's hash, and the current context (its messages a list, or streamed); for a state
+    file's pass, the context from each entry it may go on from, and the hash of the entry
+    before each."""
 
     transcript: Transcript  # entries: the outline only
     entries: int
     last_sha256: str
     context: Context
+    contexts: dict[int, Context]  # first entry → the context built from it (0: ``context``)
+    shas: dict[int, str]  # entry index → its sha256, for the entries before those starts
 
 
 class Outlining:
     """Fed every entry in order; ``stream`` lets a long context stream instead of being kept
     (and ``helper`` have its readings made in a helper process)."""
 
-    def __init__(self, stream: bool, threshold: int = STREAM_CHARS, helper: bool = False) -> None:
+    def __init__(
+        self, stream: bool, threshold: int = STREAM_CHARS, helper: bool = False, starts: tuple[int, ...] = ()
+    ) -> None:
         self.stream, self.threshold = stream, threshold
         self.helper = helper  # a streamed context's readings go to a helper process
         self.building = Building()
+        # a state file's pass may go on from one of ``starts`` (its watermark, or the entry
+        # before it): the context from each, built beside the whole one (the same messages)
+        self.from_start = {s: Building(s) for s in starts if s > 0}
+        self.before = {s - 1 for s in self.from_start}
+        self.shas: dict[int, str] = {}
         self.count = 0
         self.last: Entry | None = None
         self.kept: dict[int, Entry] = {}  # entry index → entry, in order
@@ -107,6 +118,10 @@ class Outlining:
                 self.models[e.model] = None
             self._outline(i, e)
         self.building.add(e)
+        for building in self.from_start.values():
+            building.add(e)
+        if i in self.before:
+            self.shas[i] = entry_sha256(e)
         if self.stream:
             self._bound()
 
@@ -183,4 +198,5 @@ class Outlining:
             tools=self.tools,
         )
         last = entry_sha256(self.last) if self.last is not None else ""
-        return Outline(t, self.count, last, self.building.ctx)
+        contexts = {0: self.building.ctx, **{s: b.ctx for s, b in self.from_start.items()}}
+        return Outline(t, self.count, last, self.building.ctx, contexts, self.shas)
