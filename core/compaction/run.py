@@ -119,11 +119,12 @@ def _compact(
     place: Place,
 ) -> CompactResult:
     strategy = get_strategy(opts.strategy)
-    early = decide_early(path, opts, config, profiles, folded_before=place.outs.state.exists())
+    folded_before = place.outs.state.exists()  # a state file: this pass goes on after its watermark
+    early = decide_early(path, opts, config, profiles, folded_before=folded_before)
     if early is not None and not early.decision.due:
         return _not_due(early, path, strategy.name, place)
     outline = _can_outline(path)
-    stream = outline and not place.outs.state.exists() and _can_stream(opts, summarizer, summarizer_window)
+    stream = outline and not folded_before and _can_stream(opts, summarizer, summarizer_window)
     try:
         read = read_input(path, opts, config, place, outline=outline, stream=stream)
     except Unknowable:  # a compaction recorded in the log keeps messages that streamed by

@@ -10,9 +10,10 @@ the second core while the first one reads and counts.
 
 The helper is ``python -m ctxfold.providers.helper FD`` (POSIX), fed on its stdin and answering
 on the pipe ``FD``: a fresh interpreter (a fork would copy the reading's threads in whatever
-state they are), and no multiprocessing, whose ``spawn`` runs the caller's main script again. A helper that fails raises
-:class:`~ctxfold.providers.streamed.Unknowable`, which makes ``compact`` read the session again
-whole and fold it in its own process, as it does when a streamed reading cannot tell.
+state they are), and no multiprocessing, whose ``spawn`` runs the caller's main script again.
+A helper that fails raises :class:`~ctxfold.providers.streamed.Unknowable`, which makes
+``compact`` read the session again whole and fold it in its own process, as it does when a
+streamed reading cannot tell.
 """
 
 from __future__ import annotations
