@@ -136,6 +136,20 @@ def test_the_command_line_does_not_import_the_providers_or_sdks() -> None:
     assert not {"anthropic", "openai", "tiktoken", "ctxfold.providers", "ctxfold.compaction"} & loaded
 
 
+def test_a_command_imports_no_validation_library() -> None:
+    """What a command pays for before it reads a line: pydantic is not among it (the typer this
+    project allows parses options itself; the SDKs that need pydantic are loaded on use)."""
+    tiny = ROOT / "fixtures" / "claude-code" / "edge-cases.jsonl"
+    code = (
+        "import sys\nfrom ctxfold.cli.app import main\n"
+        f"sys.argv = ['ctxfold', 'estimate', {str(tiny)!r}, '--no-profile', '--no-cache', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    )
+    loaded = _imported_after(code)
+    assert "ctxfold.tokens.estimate" in loaded  # the file was read
+    assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")}
+
+
 def test_a_name_is_imported_on_first_use_only() -> None:
     loaded = _imported_after("import ctxfold\nctxfold.ContextGuard")
     assert "ctxfold.compaction.guard" in loaded and "anthropic" not in loaded
