@@ -135,8 +135,18 @@ def table(harness: str) -> dict[str, Any] | None:
     return loaded
 
 
+@functools.lru_cache(maxsize=1024)
 def vkey(version: str) -> tuple[int, ...]:
+    """``"2.1.3-beta"`` -> ``(2, 1, 3)``; kept per version string: a folder of logs asks the same
+    few versions thousands of times."""
     return tuple(int(x) for x in re.findall(r"\d+", version.split("-")[0])[:3])
+
+
+@functools.cache
+def _rows(harness: str) -> list[dict[str, Any]]:
+    """The measured versions of ``harness``'s table, oldest first (sorted once per process)."""
+    t = table(harness)
+    return sorted(t["versions"], key=lambda r: vkey(r["version"])) if t else []
 
 
 def _nearest(rows: list[dict[str, Any]], version: str) -> dict[str, Any]:
@@ -175,10 +185,9 @@ def _by_date(rows: list[dict[str, Any]], started: str | None) -> tuple[dict[str,
 
 def choose(harness: str, facts: LogFacts, *, agent: str | None, tokenizer: str) -> HarnessPrompt | None:
     """The measured prompt of the harness version and variant that wrote this log."""
-    t = table(harness)
-    if t is None or not t["versions"]:
+    rows = _rows(harness)
+    if not rows:
         return None
-    rows = sorted(t["versions"], key=lambda r: vkey(r["version"]))
     if agent is not None:  # a sub-agent's transcript: the versions whose sub-agent was measured
         rows = [r for r in rows if r.get("subagent")] or rows
     name = NAMES.get(harness, harness)
