@@ -132,7 +132,13 @@ def _session(tmp_path: Path) -> tuple[Path, bytes]:
     return target, data
 
 
-def test_a_rewritten_prefix_is_counted_afresh(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline", [True, False], ids=["checked-at-once", "checked-in-a-thread"])
+def test_a_rewritten_prefix_is_counted_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline: bool
+) -> None:
+    from ctxfold.tokens.countstore import PrefixCheck
+
+    monkeypatch.setattr(PrefixCheck, "INLINE", 1 << 40 if inline else 0)
     target, data = _session(tmp_path)
     cut = _line_end(data, 0.5)
     target.write_bytes(data[:cut])

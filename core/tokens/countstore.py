@@ -275,13 +275,20 @@ class PrefixHash:
 
 class PrefixCheck(threading.Thread):
     """The :class:`PrefixHash` of a file's first ``offset`` bytes, read in a thread of its own
-    (with its own handle; zlib releases the GIL); ``result()`` waits for it."""
+    (with its own handle; zlib releases the GIL); ``result()`` waits for it. A prefix of up to
+    ``INLINE`` bytes is hashed at once: starting a thread costs more (a folder of small logs)."""
+
+    INLINE = 1 << 20
 
     def __init__(self, path: str, offset: int) -> None:
         super().__init__(daemon=True)
         self.path, self.offset = path, offset
         self.hasher = PrefixHash()
-        self.start()
+        self.inline = offset <= self.INLINE
+        if self.inline:
+            self.run()
+        else:
+            self.start()
 
     def run(self) -> None:
         # large reads into one buffer: the thread takes the GIL back after each read and each
@@ -301,5 +308,6 @@ class PrefixCheck(threading.Thread):
             self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
 
     def result(self) -> PrefixHash:
-        self.join()
+        if not self.inline:
+            self.join()
         return self.hasher
