@@ -89,39 +89,29 @@ def estimate(
     assistant, tool calls and results, media), its largest messages, the last count the provider
     reported next to ctxfold's, and the next request's predicted size against the window.
     """
-    from functools import partial
-
     from ctxfold.cli import render
     from ctxfold.cli.inputs import expand
-    from ctxfold.cli.jobs import read_files
+    from ctxfold.cli.jobs import counting, read_files
     from ctxfold.config import load_config
     from ctxfold.engine.now import Estimate, estimate_doc, estimate_from
     from ctxfold.engine.profile import Profiles
     from ctxfold.settings import setting
     from ctxfold.tokens.estimate import FileEstimate
-    from ctxfold.tokens.incremental import count_file
 
     config = load_config()
     profiles = None if no_profile else Profiles()
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
-    # the costly half, a pure function of the file and the settings (it may run in a worker)
-    work = partial(
-        count_file,
-        model=model,
-        tokenizer=tokenizer,
-        window=window,
-        fmt=fmt,
-        skip_invalid=skip_invalid,
-        config=config,
-        cache=not no_cache,
-    )
+    work, pending = counting(
+        model=model, tokenizer=tokenizer, window=window, fmt=fmt, skip_invalid=skip_invalid,
+        config=config, cache=not no_cache,
+    )  # fmt: skip
 
     def finish(est: FileEstimate) -> Estimate:  # here, in file order: the profile evolves as in one process
         return estimate_from(est, profiles)
 
     preload = setting("tokenizer", tokenizer, config).value or "o200k"
     results, failed = read_files(
-        expand(files), work, finish, jobs=jobs, progress=not json_out, preload=preload
+        expand(files), work, finish, jobs=jobs, progress=not json_out, preload=preload, pending=pending
     )
     if profiles is not None:
         profiles.save()
@@ -199,12 +189,10 @@ def report(
     and the decision; where compaction would first fire, late and early decisions, overflows and
     the cost. --by totals tokens and cost per day, project or session instead.
     """
-    from functools import partial
-
     from ctxfold.cli import render, render_report, render_usage
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand
-    from ctxfold.cli.jobs import read_files
+    from ctxfold.cli.jobs import counting, read_files
     from ctxfold.cli.options import check_by
     from ctxfold.config import load_config
     from ctxfold.engine.calibration import make_calibrator
@@ -218,7 +206,6 @@ def report(
     from ctxfold.names import did_you_mean
     from ctxfold.settings import effective, setting
     from ctxfold.tokens.estimate import FileEstimate
-    from ctxfold.tokens.incremental import count_file
 
     if fail_on not in (None, "compact", "overflow"):
         hint = did_you_mean(fail_on or "", ["compact", "overflow"])
@@ -239,17 +226,10 @@ def report(
         raise UsageError("--plot draws one session: give one file")
 
     counted_with = report_tokenizer(calibration, tokenizer, config)
-    # the costly half, a pure function of the file and the settings (it may run in a worker)
-    work = partial(
-        count_file,
-        model=model,
-        tokenizer=counted_with,
-        window=window,
-        fmt=fmt,
-        skip_invalid=skip_invalid,
-        config=config,
-        cache=not no_cache,
-    )
+    work, pending = counting(
+        model=model, tokenizer=counted_with, window=window, fmt=fmt, skip_invalid=skip_invalid,
+        config=config, cache=not no_cache,
+    )  # fmt: skip
 
     def finish(est: FileEstimate) -> Report:  # here, in file order: the profile evolves as in one process
         rep = report_from(
@@ -268,7 +248,7 @@ def report(
     preload = setting("tokenizer", counted_with, config).value or "o200k"
     with attributed(settings):
         reports, failed = read_files(
-            expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload
+            expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload, pending=pending
         )
     if profiles is not None:
         profiles.save()

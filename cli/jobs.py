@@ -47,6 +47,18 @@ def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
     return min(n, len(paths)) if total_size(paths) >= MIN_BYTES else 1
 
 
+def counting(*, cache: bool, **settings: Any) -> tuple[Callable[..., Any], Callable[[list[str]], int] | None]:
+    """The costly half of reading a file, a pure function of the file and the settings (it may
+    run in a worker): ``count_file`` with ``settings``; and, with the count cache on, how many
+    bytes of some files it would still parse (``read_files``'s ``pending``)."""
+    from functools import partial
+
+    from ctxfold.tokens.incremental import count_file, pending_bytes
+
+    work = partial(count_file, cache=cache, **settings)
+    return work, partial(pending_bytes, **settings) if cache else None
+
+
 def total_size(paths: Sequence[str]) -> int:
     return sum(os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p))
 
@@ -59,18 +71,20 @@ def read_files(
     jobs: int | None = None,
     progress: bool = True,
     preload: str | None = None,
+    pending: Callable[[list[str]], int] | None = None,
 ) -> tuple[list[T], Failed]:
     """``finish(work(path))`` for every path of ``expand``, in order, on ``jobs`` processes.
     ``work`` takes ``on_progress`` (a byte bar for a large file read here); ``preload`` names
     the tokenizer whose engine is loaded first, for all the files' bytes (not each file's): the
     workers forked after it share it, and one process reading many files keeps the engine that
-    suits them all."""
+    suits them all. ``pending`` tells how many of those bytes are still to parse (the count
+    cache answers the rest): none, or few, and no engine is loaded for them."""
     from ctxfold.cli import render
 
     paths = expanded[0]
     n = jobs_for(jobs, paths)
     if preload and len(paths) > 1:
-        _load_engine(preload, total_size(paths), now=n > 1)
+        _load_engine(preload, pending(paths) if pending else total_size(paths), now=n > 1)
     if n <= 1:
 
         def read(path: str) -> T:
@@ -106,13 +120,14 @@ def read_files(
 
 def _load_engine(name: str, size: int, *, now: bool) -> None:
     """Plan the tokenizer ``name`` for ``size`` bytes; load its engine ``now`` (before a fork),
-    or when the files are many enough to want quicktok (else each file's own plan decides)."""
-    from ctxfold.tokens.tokenizers import QUICK_FOLDER, get_tokenizer
+    or when the files are many enough to want quicktok (else each file's own plan decides, as
+    it does for a few bytes: the Python engine counts them, nothing to load)."""
+    from ctxfold.tokens.tokenizers import LIGHT_INPUT, QUICK_FOLDER, get_tokenizer
 
     tok = get_tokenizer(name)
     plan, native = getattr(tok, "plan", None), getattr(tok, "native", None)
-    if plan is None or native is None:
-        return  # not a BPE encoding: nothing to load
+    if plan is None or native is None or size <= LIGHT_INPUT:
+        return  # not a BPE encoding, or too few bytes: nothing to load now
     if now or size >= QUICK_FOLDER:
         plan(size, folder=True)
         native()

@@ -3,7 +3,8 @@
 Every bundled fixture and every real session is cut at several line boundaries (and once inside
 a line, a session still being written); the prefix is read in another process (another hash
 seed: nothing cached may depend on it), the rest appended, and the file read again here, from
-the cache, next to a cold read of the same bytes.
+the cache, next to a cold read of the same bytes; then once more unchanged, answered from the
+result kept.
 """
 
 from __future__ import annotations
@@ -74,9 +75,10 @@ def _cached(path: Path, trace: dict[str, int] | None = None, **kw: Any) -> Any:
         return f"{type(err).__name__}: {err}"
 
 
-def _check_resumes(sources: list[Path], tmp_path: Path) -> dict[str, int]:
-    """Cut every source, read the prefixes in a child process, append, compare; per source, how
-    many cuts were read on from the cache."""
+def _check_resumes(sources: list[Path], tmp_path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Cut every source, read the prefixes in a child process, append, compare, and compare
+    again unchanged; per source, how many cuts were read on from the cache, and how many of the
+    unchanged runs were answered from the result kept."""
     jobs: list[tuple[Path, Path, bytes]] = []
     for n, src in enumerate(sources):
         data = src.read_bytes()
@@ -95,6 +97,7 @@ def _check_resumes(sources: list[Path], tmp_path: Path) -> dict[str, int]:
     )
     kept = json.loads(child.stdout)
     resumed: dict[str, int] = {}
+    answered: dict[str, int] = {}
     for src, target, data in jobs:
         target.write_bytes(data)
         trace: dict[str, int] = {}
@@ -104,13 +107,18 @@ def _check_resumes(sources: list[Path], tmp_path: Path) -> dict[str, int]:
         if kept[str(target)].get("kept"):
             assert trace["resumed"] == kept[str(target)]["kept"], f"{src}: the kept state was not used"
         resumed[str(src)] = resumed.get(str(src), 0) + bool(trace["resumed"])
-    return resumed
+        again: dict[str, int] = {}
+        assert _cached(target, again) == cold, f"{src} cut at {target.parent.name}, then unchanged"
+        answered[str(src)] = answered.get(str(src), 0) + again["answered"]
+        assert again["answered"] or not (trace["kept"] or trace["resumed"]), f"{src}: no answer kept"
+    return resumed, answered
 
 
 def test_every_bundled_fixture_reads_on_as_a_cold_run(tmp_path: Path) -> None:
     sources = sorted(p for p in FIXTURES.rglob("*.jsonl") if p.stat().st_size)
-    resumed = _check_resumes(sources, tmp_path)
+    resumed, answered = _check_resumes(sources, tmp_path)
     assert sum(resumed.values()) >= len(sources)  # most cuts were really read on from the cache
+    assert sum(answered.values()) >= sum(resumed.values())
     for fmt in ("claude-code", "codex", "pi", "anthropic", "openai-chat", "openai-responses", "litellm"):
         assert any(n for p, n in resumed.items() if f"/{fmt}/" in p), fmt
 
@@ -119,7 +127,8 @@ def test_every_real_session_reads_on_as_a_cold_run(tmp_path: Path) -> None:
     sources = real_files() + sorted(REAL.glob("gemini-cli/*.json")) if REAL.is_dir() else []
     if not sources:
         pytest.skip("../shared/fixtures-real absent")
-    resumed = _check_resumes(sources, tmp_path)
+    resumed, answered = _check_resumes(sources, tmp_path)
+    assert sum(answered.values()) >= sum(resumed.values())
     for src in real_files("claude-code") + real_files("codex") + real_files("pi"):
         assert resumed[str(src)] >= 2, src  # a log that grows is read on, not read again
 
@@ -171,6 +180,45 @@ def test_a_half_written_last_line_is_read_again_once_finished(tmp_path: Path) ->
     assert _cached(target, trace) == _doc(target) and trace["resumed"] == ends[-3]
 
 
+def test_an_unchanged_file_is_answered_from_the_result_kept(tmp_path: Path) -> None:
+    target, data = _session(tmp_path)
+    ends = [i + 1 for i, b in enumerate(data) if b == 10]
+    half = ends[-3] + (ends[-2] - ends[-3]) // 2
+    target.write_bytes(data[:half])  # a line still being written: part of what is answered
+    assert _cached(target) == _doc(target)
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == _doc(target) and trace["answered"] == 1
+    # the same size, one letter of the unfinished line changed: its bytes no longer check
+    changed = data[: half - 1] + (b"X" if data[half - 1 : half] != b"X" else b"Y")
+    target.write_bytes(changed)
+    trace = {}
+    assert _cached(target, trace) == _doc(target) and not trace["answered"]
+    assert trace["resumed"] == ends[-3]  # the complete lines still check: read on from them
+    # one letter changed early in the file: neither the answer nor the state is used
+    at = data.index(b'"text":"') + 9
+    early = changed[:at] + (b"X" if changed[at : at + 1] != b"X" else b"Y") + changed[at + 1 :]
+    target.write_bytes(early)
+    trace = {}
+    assert _cached(target, trace) == _doc(target) and not trace["answered"] and not trace["resumed"]
+    # named another way: the answer is this file's, under the name given
+    trace = {}
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    assert _cached(link, trace) == _doc(link) and trace["answered"] == 1
+
+
+def test_a_large_file_keeps_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxfold.tokens import incremental
+
+    target, data = _session(tmp_path)
+    monkeypatch.setattr(incremental, "ANSWER_MAX", len(data) - 1)
+    target.write_bytes(data)
+    _cached(target)
+    assert b'"answer"' not in _entry(tmp_path).read_bytes().split(b"\n", 2)[1]
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == _doc(target) and not trace["answered"] and trace["resumed"]
+
+
 def _entry(tmp_path: Path) -> Path:
     folder = Path(os.environ["XDG_CACHE_HOME"]) / "ctxfold" / "counts"
     (entry,) = folder.glob("*.bin")
@@ -204,27 +252,38 @@ def test_a_damaged_entry_is_ignored_with_a_warning(tmp_path: Path, damage: str) 
     assert _cached(target) == cold  # the entry was replaced: no warning the next time
 
 
-def test_a_pickle_that_would_run_code_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("part", ["state", "answer"])
+def test_a_pickle_that_would_run_code_is_refused(tmp_path: Path, part: str) -> None:
     target, data = _session(tmp_path)
-    target.write_bytes(data[: _line_end(data, 0.5)])
+    cut = _line_end(data, 0.5)
+    target.write_bytes(data[:cut])
     _cached(target)
     entry = _entry(tmp_path)
     raw = entry.read_bytes()
     end = raw.index(b"\n", len(countstore.MAGIC))
     header = json.loads(raw[len(countstore.MAGIC) : end])
+    meta = header.pop("answer")
+    state = raw[end + 1 : len(raw) - meta["bytes"]]
     marker = tmp_path / "ran"
 
     class Evil:
         def __reduce__(self) -> Any:
             return (os.system, (f"touch {marker}",))
 
-    payload = pickle.dumps({"format": Evil()})
-    header["payload_sha256"] = hashlib.sha256(payload).hexdigest()
-    entry.write_bytes(countstore.MAGIC + json.dumps(header).encode() + b"\n" + payload)
-    target.write_bytes(data)
+    evil = pickle.dumps({"format": Evil()})
+    if part == "state":
+        header["payload_sha256"] = hashlib.sha256(evil).hexdigest()
+        body = evil
+        target.write_bytes(data)  # grown: the state is read on from
+    else:  # the file unchanged: the answer is what would be used
+        header["answer"] = {**meta, "bytes": len(evil), "sha256": hashlib.sha256(evil).hexdigest()}
+        body = state + evil
+    entry.write_bytes(countstore.MAGIC + json.dumps(header).encode() + b"\n" + body)
     warm = _cached(target)
     assert not marker.exists()
     assert any("could not be read back" in w for w in warm["warnings"])
+    warm["warnings"] = [w for w in warm["warnings"] if "could not be read back" not in w]
+    assert warm == _doc(target)
 
 
 def test_other_settings_never_reuse_the_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -323,3 +382,53 @@ def test_the_environment_turns_the_cache_off(tmp_path: Path, monkeypatch: pytest
     )
     assert code == 0 and doc["files"]
     assert not (tmp_path / "ctxfold" / "counts").exists()
+
+
+def test_pending_bytes_are_what_the_cache_would_not_answer(tmp_path: Path) -> None:
+    from ctxfold.tokens.incremental import pending_bytes
+
+    target, data = _session(tmp_path)
+    cut = _line_end(data, 0.5)
+    target.write_bytes(data[: cut + 10])  # a line still being written
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(data)
+    paths = [str(target), str(other)]
+    assert pending_bytes(paths) == cut + 10 + len(data)  # nothing kept yet
+    _cached(target)
+    assert pending_bytes(paths) == len(data)  # the first is answered, its unfinished line too
+    target.write_bytes(data)
+    assert pending_bytes(paths) == 2 * len(data) - cut  # read on after the state kept
+
+
+def test_a_folder_the_cache_answers_loads_no_engine(tmp_path: Path) -> None:
+    """A report over sessions read before: every file is answered, and no tokenizer engine is
+    loaded for the folder before its workers are forked (nor by them)."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    data = (FIXTURES / "codex" / "lab-0169.jsonl").read_bytes()
+    for i in range(24):  # over a megabyte: read by two worker processes
+        (folder / f"{i:02d}.jsonl").write_bytes(data)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "CTXFOLD_BPE": ""}
+    cmd = [
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "ctxfold",
+        "report",
+        str(folder),
+        "--brief",
+        "--jobs",
+        "2",
+    ]
+
+    def engines() -> set[str]:
+        out = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, check=True)
+        assert len(json.loads(out.stdout)["files"]) == 24
+        imported = {
+            line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "import time:" in line
+        }
+        return {m for m in imported if m.split(".")[0] in ("tiktoken", "quicktok")}
+
+    assert engines()  # the first run counts: the measure is real
+    assert not engines()

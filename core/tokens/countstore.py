@@ -2,7 +2,10 @@
 cache folder (``~/.cache/ctxfold/counts``, or under ``$XDG_CACHE_HOME``).
 
 An entry is a text header (what it was made from: the settings, the byte offset it stopped at,
-the CRC-32 of the bytes before it, the SHA-256 of the state) and the state, pickled. It is a cache, so it
+the CRC-32 of the bytes before it, the SHA-256 of the state) and the state, pickled; then, for a
+file of up to ``ANSWER_MAX`` bytes, the result of the file as it was read (its size, the CRC-32
+of all its bytes, the result pickled): a file unchanged since is answered from it without
+reading on (a folder of old sessions reported again). It is a cache, so it
 is never trusted: an entry that is not one of ours, names other settings, or whose state does not
 match its checksum is ignored with a warning and replaced; one written by another version of
 ctxfold is replaced without one. The state is unpickled only after those checks, and then only
@@ -38,7 +41,11 @@ CHUNK = 8 << 20  # bytes read at a time to check a prefix (few: each read gives 
 TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
 MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again, afresh
 SLICE = 4096  # requests or messages per pickled chunk
-VERSION = 2  # 2: the prefix is checked by CRC-32 (1: SHA-256)
+VERSION = 3  # 3: the file's result may follow the state; 2: the prefix checked by CRC-32 (1: SHA-256)
+# the largest file whose result is kept beside its state: past it, unpickling the result costs
+# what restoring the state and finishing does (0.06 s for a 200 MB session), and pickling it
+# would be paid again by every run after the session grew
+ANSWER_MAX = 32 << 20
 MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
 SUFFIX = ".bin"
 _STALE_TEMP = 3600.0  # seconds: a temp file this old was left by a process that died
@@ -50,11 +57,17 @@ _SAFE = {
 
 @dataclass(frozen=True)
 class Entry:
-    """A cached state as read back: its header (``offset``, ``lines``, ``prefix_crc32``...)
-    and the pickled state, not yet unpickled."""
+    """A cached state as read back: its header (``offset``, ``lines``, ``prefix_crc32``, and
+    ``answer``: ``size`` and ``crc32`` of the file the answer was read from), the pickled state
+    and the pickled answer (or None), not yet unpickled."""
 
     header: dict[str, Any]
     payload: bytes
+    answer: bytes | None = None
+
+    def kept(self) -> dict[str, Any]:
+        """The header as ``save`` takes it again (what describes the state, no answer)."""
+        return {k: self.header[k] for k in ("offset", "lines", "prefix_crc32") if k in self.header}
 
 
 class _Unpickler(pickle.Unpickler):
@@ -117,20 +130,55 @@ class CountStore:
         if header.get("key") != json.loads(_canonical(key)):
             notes.append(f"the count cache entry {path} belongs to another file: ignored")
             return None
-        payload = data[end + 1 :]
+        payload, answer = data[end + 1 :], None
+        meta = header.get("answer")
+        if meta is not None:
+            n = meta.get("bytes") if isinstance(meta, dict) else None
+            if not isinstance(n, int) or not 0 < n <= len(payload):
+                notes.append(damaged)
+                return None
+            payload, answer = payload[:-n], payload[-n:]
+            if hashlib.sha256(answer).hexdigest() != meta.get("sha256"):
+                notes.append(damaged)
+                return None
         if hashlib.sha256(payload).hexdigest() != header.get("payload_sha256"):
             notes.append(damaged)
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # used now: evicted last
-        return Entry(header, payload)
+        return Entry(header, payload, answer)
 
-    def save(self, key: dict[str, Any], header: dict[str, Any], payload: bytes) -> None:
-        """Write the entry atomically; a folder that cannot be written only costs the cache."""
-        if len(payload) > MAX_BYTES // 4:
+    def peek(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        """The header of ``key``'s entry, unchecked (None: none readable, or another version's):
+        enough to tell how much of a file the entry would spare, not to trust it."""
+        try:
+            with open(self.path_for(key), "rb") as f:
+                if f.readline() != MAGIC:  # MAGIC is a line of its own
+                    return None
+                header = json.loads(f.readline())
+        except (OSError, ValueError):
+            return None
+        return header if isinstance(header, dict) and header.get("version") == VERSION else None
+
+    def save(
+        self,
+        key: dict[str, Any],
+        header: dict[str, Any],
+        payload: bytes,
+        answer: tuple[dict[str, Any], bytes] | None = None,
+    ) -> None:
+        """Write the entry atomically, with the ``answer`` (its ``size`` and ``crc32``, and the
+        pickled result) after the state; a folder that cannot be written only costs the cache."""
+        if len(payload) + (len(answer[1]) if answer else 0) > MAX_BYTES // 4:
             return
         head = {"version": VERSION, "key": json.loads(_canonical(key)), **header}
         head["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+        if answer is not None:
+            head["answer"] = {
+                **answer[0],
+                "bytes": len(answer[1]),
+                "sha256": hashlib.sha256(answer[1]).hexdigest(),
+            }
         path = self.path_for(key)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -139,6 +187,8 @@ class CountStore:
                 with os.fdopen(fd, "wb") as f:
                     f.write(MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n")
                     f.write(payload)
+                    if answer is not None:
+                        f.write(answer[1])
                 os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -146,7 +196,7 @@ class CountStore:
                 raise
         except OSError:
             return
-        CountStore.written += len(payload)
+        CountStore.written += len(payload) + (len(answer[1]) if answer else 0)
         if not CountStore.swept or CountStore.written > MAX_BYTES // 8:
             self.sweep()
 

@@ -7,6 +7,8 @@ before it, the format reader's state and the replay's (every request so far, the
 per-message counts). The next run checks those bytes, restores the state, reads the lines after
 them, and finishes as a cold run does (the reader told the input ended, a half-written last line
 left out). Its result is the cold run's, field for field; the tests compare them on every fixture.
+Beside the state, the result itself is kept (for a file of up to ``ANSWER_MAX`` bytes): a file of
+the same size whose bytes all check is answered from it, nothing restored or read on.
 
 What is cached depends only on the file and on the settings that choose the tokenizer, framing
 and window (``--model``, ``--tokenizer``, ``--window``, their environment variables and the
@@ -40,12 +42,14 @@ from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_li
 from ctxfold.formats.registry import detect
 from ctxfold.settings import setting
 from ctxfold.tokens.countstore import (
+    ANSWER_MAX,
     Chunks,
     CountStore,
     Entry,
     PrefixCheck,
     PrefixHash,
     complete_end,
+    dumps,
     unpickle,
 )
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
@@ -53,6 +57,7 @@ from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
 OFF_ENV = "CTXFOLD_NO_CACHE"  # set (to anything but 0): every file is read from its first line
+UNREADABLE = "the count cache entry for this file could not be read back: ignored, counted afresh"
 
 
 def cache_enabled(path: str) -> bool:
@@ -95,8 +100,9 @@ def estimate_incremental(
     trace: dict[str, int] | None = None,
 ) -> FileEstimate:
     """``estimate_file(path, ...)``, resumed from the cache when it holds this file's prefix.
-    ``trace`` (for tests and benchmarks) gets ``resumed`` (the offset read on from, else 0) and
-    ``kept`` (the offset of the state written, else 0)."""
+    ``trace`` (for tests and benchmarks) gets ``resumed`` (the offset read on from, else 0),
+    ``kept`` (the offset of the state written, else 0) and ``answered`` (1 when the kept result
+    was the answer, else 0)."""
     spec = Spec(model, tokenizer, window, config or Config())
     store = store or CountStore()
     key = cache_key(path, spec, fmt, skip_invalid)
@@ -104,23 +110,62 @@ def estimate_incremental(
     run = _Run(path, spec, fmt, skip_invalid, on_progress)
     with open_binary(path) as f:
         run.f = f
-        cut = complete_end(f, os.fstat(f.fileno()).st_size)
+        size = os.fstat(f.fileno()).st_size
+        cut = complete_end(f, size)
         found = store.load(key, notes) if cut else None
-        est = run.resume(found, cut, notes) if found is not None else None
-        if est is None and cut:
-            est = run.cold(cut)
+        est = run.answered(found, size, notes) if found is not None else None
+        if est is None:
+            est = run.resume(found, cut, notes) if found is not None else None
+            if est is None and cut:
+                est = run.cold(cut)
     if est is None:  # nothing a cold run could keep: read as one
         est = estimate_file(
             path, model=model, tokenizer=tokenizer, window=window, fmt=fmt, skip_invalid=skip_invalid,
             config=spec.config, on_progress=on_progress,
         )  # fmt: skip
-    elif run.saved is not None:
-        store.save(key, *run.saved)
+    elif not run.answer_hit:
+        answer = run.answer(est)
+        if run.saved is not None:
+            store.save(key, *run.saved, answer=answer)
+        elif answer is not None and found is not None and run.resumed:  # read on from the state kept
+            store.save(key, found.kept(), found.payload, answer=answer)
     if trace is not None:
         trace["resumed"] = run.resumed
         trace["kept"] = run.saved[0]["offset"] if run.saved is not None and est is not None else 0
+        trace["answered"] = int(run.answer_hit)
     est.notes = [*notes, *est.notes]
     return est
+
+
+def pending_bytes(
+    paths: list[str],
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    window: int | None = None,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    config: Config | None = None,
+    store: CountStore | None = None,
+) -> int:
+    """How many bytes of ``paths`` a run with the cache would still parse: none of a file whose
+    kept result is for its size, those after the kept state of one that grew, all of any other.
+    From the entries' headers, unchecked: it sizes the engine loaded for a folder (a report over
+    old sessions needs none), it never decides a count."""
+    spec = Spec(model, tokenizer, window, config or Config())
+    store = store or CountStore()
+    total = 0
+    for path in paths:
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            continue
+        head = store.peek(cache_key(path, spec, fmt, skip_invalid)) if cache_enabled(path) else None
+        answer, offset = (head or {}).get("answer"), (head or {}).get("offset")
+        if isinstance(answer, dict) and answer.get("size") == size:
+            continue
+        total += size - offset if isinstance(offset, int) and 0 < offset <= size else size
+    return total
 
 
 def cache_key(path: str, spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, Any]:
@@ -155,6 +200,14 @@ def code_stamp() -> str:
                     h.update(f"{folder[len(str(root)) :]}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
         _STAMP.append(h.hexdigest())
     return _STAMP[0]
+
+
+def _extended(hasher: PrefixHash, data: bytes) -> PrefixHash:
+    """A copy of ``hasher`` that has also seen ``data``."""
+    out = PrefixHash()
+    out.value = hasher.value
+    out.update(data)
+    return out
 
 
 class _Raws:
@@ -196,6 +249,11 @@ class _Run:
         self.skipped: list[str] = []  # bad lines of the cached prefix (with --skip-invalid)
         self.entries = 0
         self.resumed = 0
+        self.answer_hit = False
+        # the CRC-32 of every byte the result was read from, and how many (None: not known),
+        # and the bytes after the complete lines (None: not read as a tail)
+        self.read: tuple[PrefixHash, int] | None = None
+        self.tail: bytes | None = None
         # the first lines' data while fewer than detection reads were seen (None: settled, or
         # --format): a line read later must not change the format detection chooses
         self.head: list[Any] | None = None
@@ -213,8 +271,40 @@ class _Run:
                 self.head.append(item.data)
             yield item
 
+    def answered(self, found: Entry, size: int, notes: list[str]) -> FileEstimate | None:
+        """The result kept in ``found``, when the file is the one it was read from: the same
+        size, and the same CRC-32 of all its bytes."""
+        meta = found.header.get("answer")
+        if found.answer is None or not isinstance(meta, dict) or meta.get("size") != size:
+            return None
+        check = PrefixCheck(self.path, size)  # in a thread beside the unpickling, when large
+        try:
+            est = unpickle(found.answer)
+        except Exception:
+            est = None
+        if check.result().hexdigest() != meta.get("crc32"):
+            return None  # rewritten in place: the state's own checks decide what to reuse
+        if not isinstance(est, FileEstimate):
+            notes.append(UNREADABLE)
+            return None
+        est.path = self.path  # the entry is the file's, however it was named this time
+        self.answer_hit = True
+        return est
+
+    def answer(self, est: FileEstimate) -> tuple[dict[str, Any], bytes] | None:
+        """What ``answered`` checks and returns, for the entry written now (None: the result is
+        not kept, for a large file or one whose bytes were not all hashed as read)."""
+        if self.read is None or self.read[1] > ANSWER_MAX:
+            return None
+        try:
+            data = dumps(est)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            return None
+        return {"size": self.read[1], "crc32": self.read[0].hexdigest()}, data
+
     def cold(self, cut: int) -> FileEstimate | None:
         self.saved, self.skipped, self.entries, self.resumed = None, [], 0, 0
+        self.read, self.tail = None, None
         self.frozen = Chunks()
         self.head = None if self.fmt else []
         self.f.seek(0)
@@ -263,9 +353,7 @@ class _Run:
             self.detected = len(self.head) if self.head is not None else 0
         except Exception:  # whatever the bytes held, it is not a state this code made
             check.result()
-            notes.append(
-                "the count cache entry for this file could not be read back: ignored, counted afresh"
-            )
+            notes.append(UNREADABLE)
             return None
         self.resumed = offset
         self.f.seek(offset)
@@ -283,12 +371,14 @@ class _Run:
             est = None  # read on from a prefix that was rewritten
         hasher = check.result()
         if hasher.hexdigest() != head.get("prefix_crc32"):
-            self.saved, self.resumed = None, 0
+            self.saved, self.resumed, self.read = None, 0, None
             return None  # rewritten: counted afresh
+        for raw in raws.kept:
+            hasher.update(raw)
         if self.saved is not None:
-            for raw in raws.kept:
-                hasher.update(raw)
             self.saved[0]["prefix_crc32"] = hasher.hexdigest()
+        if est is not None and self.tail is not None:
+            self.read = _extended(hasher, self.tail), cut + len(self.tail)
         return est
 
     def _finish(
@@ -297,7 +387,10 @@ class _Run:
         tail: list[Any] = []  # the lines after the complete ones: written since, or not finished
         if not document:
             self.f.seek(raws.pos)
-            tail = list(self._capture(_lines(io.BytesIO(self.f.read()), no=raws.lines)))
+            self.tail = self.f.read()
+            if raws.hasher is not None:  # read from the first line: every byte is hashed now
+                self.read = _extended(raws.hasher, self.tail), raws.pos + len(self.tail)
+            tail = list(self._capture(_lines(io.BytesIO(self.tail), no=raws.lines)))
             grown = self.head is not None and len(self.head) > self.detected
             if grown and detect(self.head)[0] != opened.format:
                 self.saved = None
