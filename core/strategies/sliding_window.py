@@ -47,21 +47,24 @@ class SlidingWindowStrategy:
             if cut is None or cut >= n:
                 notes.append("no clean tool-call boundary for a tail: summarizing everything")
                 break
-            folded = fold(
-                messages[:cut],
-                counter=inp.counter,
-                summarizer=inp.summarizer,
-                budget_tokens=inp.budget_tokens,
-                summarizer_window=inp.summarizer_window,
-                instructions=inp.instructions,
-                source=inp.source,
-                source_range=inp.source_range,
-            )
-            result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
-            if not inp.policy.due(inp.predict(result)):
-                return StrategyOutput(
-                    result, folded=cut, summary=folded.summary, passes=attempt, notes=tuple(notes)
+            # a summary before the tail only adds to it (a prediction grows with what is sent):
+            # when the tail alone is over the threshold, the pass fails without a summarizer call
+            if not inp.policy.due(inp.predict(messages[cut:])):
+                folded = fold(
+                    messages[:cut],
+                    counter=inp.counter,
+                    summarizer=inp.summarizer,
+                    budget_tokens=inp.budget_tokens,
+                    summarizer_window=inp.summarizer_window,
+                    instructions=inp.instructions,
+                    source=inp.source,
+                    source_range=inp.source_range,
                 )
+                result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
+                if not inp.policy.due(inp.predict(result)):
+                    return StrategyOutput(
+                        result, folded=cut, summary=folded.summary, passes=attempt, notes=tuple(notes)
+                    )
             notes.append(f"pass {attempt}: a {n - cut}-message tail is still over the threshold")
             tail = max(1, tail // 2)
         else:
