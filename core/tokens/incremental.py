@@ -7,8 +7,10 @@ before it, the format reader's state and the replay's (every request so far, the
 per-message counts). The next run checks those bytes, restores the state, reads the lines after
 them, and finishes as a cold run does (the reader told the input ended, a half-written last line
 left out). Its result is the cold run's, field for field; the tests compare them on every fixture.
-Beside the state, the result itself is kept (for a file of up to ``ANSWER_MAX`` bytes): a file of
-the same size whose bytes all check is answered from it, nothing restored or read on.
+Beside the state, the result itself is kept (for a file of up to ``ANSWER_MAX`` bytes, read
+cold or found unchanged since its state; not after it grew, as a live session does every
+turn): a file of the same size whose bytes all check is answered from it, nothing restored or
+read on.
 
 What is cached depends only on the file and on the settings that choose the tokenizer, framing
 and window (``--model``, ``--tokenizer``, ``--window``, their environment variables and the
@@ -123,11 +125,13 @@ def estimate_incremental(
             path, model=model, tokenizer=tokenizer, window=window, fmt=fmt, skip_invalid=skip_invalid,
             config=spec.config, on_progress=on_progress,
         )  # fmt: skip
-    elif not run.answer_hit:
+    elif run.saved is not None:
+        # a file that grew since its state was kept is live and will grow again (a statusline
+        # runs after every line): it pays for no answer; a first read or an unchanged file does
+        store.save(key, *run.saved, answer=None if run.resumed else run.answer(est))
+    elif not run.answer_hit and found is not None and run.resumed:  # unchanged since the state
         answer = run.answer(est)
-        if run.saved is not None:
-            store.save(key, *run.saved, answer=answer)
-        elif answer is not None and found is not None and run.resumed:  # read on from the state kept
+        if answer is not None:
             store.save(key, found.kept(), found.payload, answer=answer)
     if trace is not None:
         trace["resumed"] = run.resumed
@@ -378,7 +382,7 @@ class _Run:
         if self.saved is not None:
             self.saved[0]["prefix_crc32"] = hasher.hexdigest()
         if est is not None and self.tail is not None:
-            self.read = _extended(hasher, self.tail), cut + len(self.tail)
+            self.read = _extended(hasher, self.tail), raws.pos + len(self.tail)
         return est
 
     def _finish(
