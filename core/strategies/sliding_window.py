@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 
 from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
-from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold
+from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold_for
 from ctxfold.transcript.model import Message
 
 TAIL_RATIO = 0.30
@@ -50,16 +50,7 @@ class SlidingWindowStrategy:
             # a summary before the tail only adds to it (a prediction grows with what is sent):
             # when the tail alone is over the threshold, the pass fails without a summarizer call
             if not inp.policy.due(inp.predict(messages[cut:])):
-                folded = fold(
-                    messages[:cut],
-                    counter=inp.counter,
-                    summarizer=inp.summarizer,
-                    budget_tokens=inp.budget_tokens,
-                    summarizer_window=inp.summarizer_window,
-                    instructions=inp.instructions,
-                    source=inp.source,
-                    source_range=inp.source_range,
-                )
+                folded = fold_for(inp, messages[:cut])
                 result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
                 if not inp.policy.due(inp.predict(result)):
                     return StrategyOutput(

@@ -193,6 +193,21 @@ def exchange_tail(
     return []
 
 
+def fold_for(inp: StrategyInput, messages: Sequence[Message], *, keep_tail: bool = False) -> Folded:
+    """``fold`` of ``messages`` with a strategy input's counter, summarizer and settings."""
+    return fold(
+        messages,
+        counter=inp.counter,
+        summarizer=inp.summarizer,
+        budget_tokens=inp.budget_tokens,
+        summarizer_window=inp.summarizer_window,
+        instructions=inp.instructions,
+        source=inp.source,
+        source_range=inp.source_range,
+        keep_tail=keep_tail,
+    )
+
+
 def fold(
     messages: Sequence[Message],
     *,
@@ -254,17 +269,7 @@ class SummaryStrategy:
         return self._output(inp, folded)
 
     def _fold(self, inp: StrategyInput) -> Folded:
-        return fold(
-            inp.messages,
-            counter=inp.counter,
-            summarizer=inp.summarizer,
-            budget_tokens=inp.budget_tokens,
-            summarizer_window=inp.summarizer_window,
-            instructions=inp.instructions,
-            source=inp.source,
-            source_range=inp.source_range,
-            keep_tail=True,
-        )
+        return fold_for(inp, inp.messages, keep_tail=True)
 
     def _output(self, inp: StrategyInput, folded: Folded) -> StrategyOutput:
         notes = (
