@@ -141,22 +141,18 @@ def estimate_incremental(
     return est
 
 
-def pending_bytes(
-    paths: list[str],
-    *,
-    model: str | None = None,
-    tokenizer: str | None = None,
-    window: int | None = None,
-    fmt: str | None = None,
-    skip_invalid: bool = False,
-    config: Config | None = None,
-    store: CountStore | None = None,
-) -> int:
+def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settings: Any) -> int:
     """How many bytes of ``paths`` a run with the cache would still parse: none of a file whose
     kept result is for its size, those after the kept state of one that grew, all of any other.
-    From the entries' headers, unchecked: it sizes the engine loaded for a folder (a report over
-    old sessions needs none), it never decides a count."""
-    spec = Spec(model, tokenizer, window, config or Config())
+    ``settings`` are :func:`count_file`'s (``model``, ``tokenizer``, ``window``, ``fmt``,
+    ``skip_invalid``, ``config``). From the entries' headers, unchecked: it sizes the engine
+    loaded for a folder (a report over old sessions needs none), it never decides a count."""
+    unknown = set(settings) - {"model", "tokenizer", "window", "fmt", "skip_invalid", "config"}
+    if unknown:
+        raise TypeError(f"pending_bytes() got unexpected settings {sorted(unknown)}")
+    get = settings.get
+    spec = Spec(get("model"), get("tokenizer"), get("window"), get("config") or Config())
+    fmt, skip_invalid = get("fmt"), bool(get("skip_invalid"))
     store = store or CountStore()
     total = 0
     for path in paths:
