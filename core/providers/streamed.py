@@ -48,7 +48,11 @@ class Assessing:
         self.deliverable: tuple[int, str] | None = None
         self.open: tuple[int, str] | None = None  # a candidate deliverable not settled yet
         self.answered: set[str] = set()
-        self.unanswered: list[tuple[int, ToolCallPart]] = []
+        # the calls no result answered yet, in their order, and where each id's are: a result
+        # removes its calls by id (a long log leaves calls unanswered: no scan of them all)
+        self.unanswered: dict[int, tuple[int, ToolCallPart]] = {}
+        self.by_id: dict[str, list[int]] = {}
+        self.calls_seen = 0
         self.last_act = -1
         self.act_calls = False  # the message at last_act has tool calls
         self.finished = False  # ... and one of them is a finishing tool
@@ -77,8 +81,9 @@ class Assessing:
             self.last_results = i
             ids = {r.call_id for r in m.tool_results}
             self.answered |= ids
-            if any(c.id in ids for _, c in self.unanswered):
-                self.unanswered = [(j, c) for j, c in self.unanswered if c.id not in ids]
+            for call_id in ids:
+                for k in self.by_id.pop(call_id, ()):
+                    del self.unanswered[k]
 
     def _own(self, i: int, m: Message, text: str) -> None:
         calls = m.tool_calls
@@ -87,14 +92,18 @@ class Assessing:
         if calls or text:
             self.last_act, self.act_calls = i, bool(calls)
             self.finished = any(_key(c.name) in FINISH_TOOLS for c in calls)
-        self.unanswered += [(i, c) for c in calls if c.id not in self.answered]
+        for c in calls:
+            if c.id not in self.answered:
+                self.unanswered[self.calls_seen] = (i, c)
+                self.by_id.setdefault(c.id, []).append(self.calls_seen)
+                self.calls_seen += 1
         ends_turn = not calls or any(_key(c.name) in FINISH_TOOLS for c in calls)
         if len(text) >= SUBSTANTIAL and ends_turn and not _unfinished(m.text):
             self.open = (i, text)
 
     def result(self) -> Standing:
         deliverable = self.open or self.deliverable  # the end of the conversation ends its turn
-        pending = [_described(c) for _, c in self.unanswered]
+        pending = [_described(c) for _, c in self.unanswered.values()]
         request, last_act = self.request, self.last_act
         s = Standing(DONE, "", request=request, reply=self.reply, deliverable=deliverable, pending=pending)
         if request is not None and request[0] > last_act:
@@ -104,7 +113,7 @@ class Assessing:
         if self.finished:
             s.reason = "the assistant called its finishing tool"
             return s
-        calls_open = bool(pending) and any(j >= start for j, _ in self.unanswered)
+        calls_open = bool(pending) and any(j >= start for j, _ in self.unanswered.values())
         if calls_open or self.last_results > last_act or (last_act >= 0 and self.act_calls):
             s.state = IN_PROGRESS
             s.reason = (
