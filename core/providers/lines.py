@@ -5,6 +5,7 @@ a previous summary back into lines, so a second compaction rolls the first in.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,12 +55,15 @@ def clip_tokens(text: str, budget: int, tok: Tokenizer) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def indent(text: str) -> str:
     return "\n".join(f"  {ln}" if ln.strip() else "" for ln in text.splitlines())
 
 
+@functools.lru_cache(maxsize=4096)
 def _bullet(text: str) -> str:
-    """A nested bullet; the lines of a multi-line text stay under it."""
+    """A nested bullet; the lines of a multi-line text stay under it. (Both are kept per text:
+    ``fit`` renders the summary again for every line it tries to put back.)"""
     first, *rest = text.splitlines() or [""]
     return "\n".join([f"  - {first}", *(f"    {ln}" if ln.strip() else "" for ln in rest)])
 
@@ -75,19 +79,21 @@ def deliverable_lines(text: str, tier: int) -> list[Line]:
 
 def render(lines: Sequence[Line], todo_lines: list[str], left_out: Sequence[Line] = ()) -> str:
     parts: list[str] = []
+    by_section: dict[str, list[Line]] = {}  # in one pass: fit renders again for every line it tries
+    for ln in lines:
+        by_section.setdefault(ln.section, []).append(ln)
+    gone = [ln.title for ln in left_out if ln.group == DELIVERABLE]
     for section in SECTIONS:
-        empty = not any(ln.section == section for ln in lines)
-        named_gone = section == LAST and any(ln.group == DELIVERABLE for ln in left_out)
-        if section not in _CLASSIC and section != TODO and empty and not named_gone:
+        mine = by_section.get(section, [])
+        if section not in _CLASSIC and section != TODO and not mine and not (section == LAST and gone):
             continue  # an empty section of its own says nothing: only the classic ones stay
         parts.append(f"## {section}")
         if section == TODO:
             parts.append("\n".join(todo_lines) if todo_lines else "- (no todo list recorded)")
             continue
         groups: dict[str, list[Line]] = {}
-        for ln in lines:
-            if ln.section == section:
-                groups.setdefault(ln.group, []).append(ln)
+        for ln in mine:
+            groups.setdefault(ln.group, []).append(ln)
         body: list[str] = []
         for group, items in groups.items():
             if group == DELIVERABLE:
@@ -97,19 +103,17 @@ def render(lines: Sequence[Line], todo_lines: list[str], left_out: Sequence[Line
             else:
                 nested = [indent(ln.text) if ln.block else _bullet(ln.text) for ln in items]
                 body.append(f"- {group}:\n" + "\n".join(nested))
-        if section == LAST:
-            gone = [ln.title for ln in left_out if ln.group == DELIVERABLE]
-            if gone:
-                names = ", ".join(f"“{t}”" for t in gone)
-                verb = "was" if len(gone) == 1 else "were"
-                whole = (
-                    "The whole message is"
-                    if groups.get(DELIVERABLE)
-                    else "The message, left out whole for room, is"
-                )
-                body.append(
-                    f"- Sections left out for room: {names} {verb} not kept here. {whole} in the original session."
-                )
+        if section == LAST and gone:
+            names = ", ".join(f"“{t}”" for t in gone)
+            verb = "was" if len(gone) == 1 else "were"
+            whole = (
+                "The whole message is"
+                if groups.get(DELIVERABLE)
+                else "The message, left out whole for room, is"
+            )
+            body.append(
+                f"- Sections left out for room: {names} {verb} not kept here. {whole} in the original session."
+            )
         if body or section in _CLASSIC:
             parts.append("\n".join(body) if body else "- (nothing recorded)")
         parts.append("")
@@ -214,11 +218,9 @@ def fit(lines: list[Line], todo_lines: list[str], budget: int, tok: Tokenizer) -
     text = render(kept, todo_lines, left_out)
     n = tok.count(text)
     while n > budget:
-        droppable = [ln for ln in kept if not ln.protected]
+        droppable = [k for k, ln in enumerate(kept) if not ln.protected]
         if droppable:
-            worst = min(droppable, key=lambda ln: ln.rank(kept.index(ln)))
-            kept.remove(worst)
-            left_out.append(worst)
+            left_out.append(kept.pop(min(droppable, key=lambda k: kept[k].rank(k))))
         elif not _trim_protected(kept, todo_lines, n, budget):
             return clip_tokens(text, budget, tok)  # a budget too small for the headings themselves
         text = render(kept, todo_lines, left_out)
