@@ -61,9 +61,13 @@ class Outline:
     transcript: Transcript  # entries: the outline only
     entries: int
     last_sha256: str
-    context: Context
-    contexts: dict[int, Context]  # first entry → the context built from it (0: ``context``)
+    contexts: dict[int, Context]  # first entry → the context built from it (0: the current one)
     shas: dict[int, str]  # entry index → its sha256, for the entries before those starts
+
+    @property
+    def context(self) -> Context:
+        """The current context, built from the first entry."""
+        return self.contexts[0]
 
 
 class Outlining:
@@ -199,4 +203,4 @@ class Outlining:
         )
         last = entry_sha256(self.last) if self.last is not None else ""
         contexts = {0: self.building.ctx, **{s: b.ctx for s, b in self.from_start.items()}}
-        return Outline(t, self.count, last, self.building.ctx, contexts, self.shas)
+        return Outline(t, self.count, last, contexts, self.shas)
