@@ -62,8 +62,8 @@ def indent(text: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _bullet(text: str) -> str:
-    """A nested bullet; the lines of a multi-line text stay under it. (Both are kept per text:
-    ``fit`` renders the summary again for every line it tries to put back.)"""
+    """A nested bullet; the lines of a multi-line text stay under it. (Both are kept per text
+    while ``fit`` runs: it renders the summary again for every line it tries to put back.)"""
     first, *rest = text.splitlines() or [""]
     return "\n".join([f"  - {first}", *(f"    {ln}" if ln.strip() else "" for ln in rest)])
 
@@ -194,6 +194,14 @@ def carried(summary: str | None) -> list[Line]:
 
 def fit(lines: list[Line], todo_lines: list[str], budget: int, tok: Tokenizer) -> str:
     """Render within ``budget`` tokens, dropping the lowest-ranked lines first."""
+    try:
+        return _fit(lines, todo_lines, budget, tok)
+    finally:  # the rendered texts are kept while one summary is fitted, not for the process
+        _bullet.cache_clear()
+        indent.cache_clear()
+
+
+def _fit(lines: list[Line], todo_lines: list[str], budget: int, tok: Tokenizer) -> str:
     costs = tok.count_batch([ln.text for ln in lines]) if lines else []
     order = sorted(range(len(lines)), key=lambda k: lines[k].rank(k))
     fixed = tok.count(render([], todo_lines)) + 4 * len({(ln.section, ln.group) for ln in lines})
