@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxfold.errors import TokenizerError
@@ -34,7 +34,7 @@ def _engines(encoding: str) -> dict[str, object]:
     qt, why = encodings.quicktok_encoding(encoding)
     assert qt is not None, why  # installed in a tested version, data as pinned
     return {
-        "quicktok": QuicktokEngine(qt),
+        "quicktok": QuicktokEngine(qt, encoding),
         "tiktoken": TiktokenEngine(encoding),
         "python": RankTable(encoding),
     }
@@ -166,6 +166,7 @@ TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=80)
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(TEXT, min_size=1, max_size=6))
+@example(["\U000323b0/A"])  # CJK Extension J (Unicode 17): tiktoken's tables do not know it yet
 def test_every_engine_agrees_on_any_text(texts: list[str]) -> None:
     text = "".join(texts)
     for encoding in ENCODINGS:
@@ -320,3 +321,47 @@ def test_a_damaged_table_is_rebuilt(tmp_path: Path) -> None:
     table = RankTable("cl100k_base", path)
     assert table.count("hello world") == 2
     assert path.read_bytes() != bytes(data)
+
+
+_CONTEXTS = ("{c}/A", "a{c}a", "A{c}", "1{c}1", " {c} x", "{c}{c}")
+
+
+def _differing(count: object, reference: object, cps: list[int], chunk: int) -> list[int]:
+    """The code points among ``cps`` that ``count`` splits otherwise than ``reference`` in one
+    of the contexts: counted a chunk at a time, the chunks that differ halved down to one."""
+    out: list[int] = []
+    stack = [cps[i : i + chunk] for i in range(0, len(cps), chunk)]
+    while stack:
+        part = stack.pop()
+        text = "\n".join(" ".join(f.format(c=chr(cp)) for f in _CONTEXTS) for cp in part)
+        if count(text) == reference(text):  # type: ignore[operator]
+            continue
+        if len(part) == 1:
+            out.append(part[0])
+        else:
+            stack += [part[: len(part) // 2], part[len(part) // 2 :]]
+    return sorted(out)
+
+
+def test_the_code_points_tiktoken_classes_otherwise_are_all_listed() -> None:
+    """quicktok and the `regex` module know a newer Unicode than tiktoken: every code point
+    outside ``NEWER_THAN_TIKTOKEN`` is split alike by quicktok (all of them) and the Python
+    engine (a sample: it is slow), and a text holding a listed one gets tiktoken's count."""
+    from ctxfold.tokens.encodings import NEWER_THAN_TIKTOKEN, newer_than_tiktoken
+
+    listed = {cp for a, b in NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+    others = [cp for cp in range(0x80, 0x110000) if not 0xD800 <= cp < 0xE000 and cp not in listed]
+    encoding = "o200k_base"
+    engines = _cached_engines(encoding)
+    reference = _reference(encoding).encode_ordinary  # type: ignore[attr-defined]
+    # texts without a listed code point: each engine counts them itself
+    assert not _differing(engines["quicktok"].count, lambda t: len(reference(t)), others, 4096)  # type: ignore[attr-defined]
+    python = engines["python"]
+    assert not _differing(python.count, lambda t: len(reference(t)), others[::97], 512)  # type: ignore[attr-defined]
+    for a, b in NEWER_THAN_TIKTOKEN:
+        text = "".join(f.format(c=chr(cp)) for cp in (a, b) for f in _CONTEXTS)
+        assert newer_than_tiktoken(text)
+        want = len(reference(text))
+        assert engines["quicktok"].count(text) == want  # type: ignore[attr-defined]
+        assert engines["quicktok"].count_batch_released([text, "x"]) == [want, 1]  # type: ignore[attr-defined]
+        assert python.count(text) == want  # type: ignore[attr-defined]

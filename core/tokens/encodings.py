@@ -18,6 +18,7 @@ import binascii
 import gzip
 import hashlib
 import os
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -113,6 +114,85 @@ def read_ranks(name: str, path: Path | None = None) -> dict[bytes, int]:
     # 200,000 lines, and every process that counts with tiktoken reads them
     decode = binascii.a2b_base64
     return {decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
+
+
+# Code points that tiktoken's Unicode tables (its regex engine's, Unicode 16) class otherwise
+# than quicktok's and the `regex` module's (Unicode 17): letters, marks and numbers added since,
+# found by counting every code point in six contexts with each engine. A text holding one is
+# counted by tiktoken, the reference (``newer_than_tiktoken``; tests/test_engines.py scans them).
+NEWER_THAN_TIKTOKEN = (
+    (0x558, 0x558),
+    (0x58B, 0x58C),
+    (0x5C8, 0x5C9),
+    (0x88F, 0x88F),
+    (0xB53, 0xB54),
+    (0xC5C, 0xC5C),
+    (0xCDC, 0xCDC),
+    (0x1ACF, 0x1AF0),
+    (0x208F, 0x208F),
+    (0x209D, 0x209F),
+    (0xA7CE, 0xA7CF),
+    (0xA7D2, 0xA7D2),
+    (0xA7D4, 0xA7D4),
+    (0xA7DD, 0xA7DD),
+    (0xA7E2, 0xA7E2),
+    (0xA7F1, 0xA7F1),
+    (0xAB6C, 0xAB6D),
+    (0x107BB, 0x107BF),
+    (0x10940, 0x10959),
+    (0x10EC5, 0x10EC7),
+    (0x10ECB, 0x10ECF),
+    (0x10ED9, 0x10EEE),
+    (0x10EF0, 0x10EFB),
+    (0x11B0A, 0x11B0A),
+    (0x11B60, 0x11B67),
+    (0x11DB0, 0x11DDB),
+    (0x11DE0, 0x11DE9),
+    (0x11DF0, 0x11DF1),
+    (0x1246F, 0x1246F),
+    (0x12475, 0x1247F),
+    (0x12550, 0x12686),
+    (0x16EA0, 0x16EB8),
+    (0x16EBB, 0x16ED3),
+    (0x16FF2, 0x16FF6),
+    (0x187F8, 0x187FF),
+    (0x18CD6, 0x18CDA),
+    (0x18D09, 0x18D20),
+    (0x18D80, 0x18DF2),
+    (0x18E00, 0x19191),
+    (0x191A0, 0x191D2),
+    (0x1B123, 0x1B128),
+    (0x1B168, 0x1B168),
+    (0x1D127, 0x1D128),
+    (0x1D250, 0x1D252),
+    (0x1D25B, 0x1D25C),
+    (0x1D25F, 0x1D25F),
+    (0x1D280, 0x1D281),
+    (0x1D6A6, 0x1D6A6),
+    (0x1DF1F, 0x1DF24),
+    (0x1DF2B, 0x1DF81),
+    (0x1DF90, 0x1DF96),
+    (0x1DFCD, 0x1DFFF),
+    (0x1E6C0, 0x1E6DE),
+    (0x1E6E0, 0x1E6F5),
+    (0x1E6FE, 0x1E6FF),
+    (0x2B73A, 0x2B73F),
+    (0x2B81E, 0x2B81E),
+    (0x2CEA2, 0x2CEAD),
+    (0x323B0, 0x33479),
+    (0x3D000, 0x3FC3F),
+)
+_newer: list[re.Pattern[str]] = []
+
+
+def newer_than_tiktoken(text: str) -> bool:
+    """Whether ``text`` holds a code point the engines other than tiktoken may split otherwise."""
+    if text.isascii():
+        return False
+    if not _newer:
+        ranges = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in NEWER_THAN_TIKTOKEN)
+        _newer.append(re.compile(f"[{ranges}]"))
+    return _newer[0].search(text) is not None
 
 
 _RANKS_MAGIC = b"CTXFRNK1"

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ctxfold.errors import CtxfoldError, TokenizerError, UsageError
 from ctxfold.names import did_you_mean
+from ctxfold.tokens.encodings import newer_than_tiktoken
 from ctxfold.tokens.ranktable import TooLong
 
 ENGINE_VAR = "CTXFOLD_BPE"  # quicktok | tiktoken | python: pin the engine (benchmarks, bug reports)
@@ -97,6 +98,18 @@ def _buffer_count_ok(to_buffer: Callable[..., Any], encode: Callable[[str], list
         return False
 
 
+_REFERENCE: dict[str, TiktokenEngine] = {}
+
+
+def reference_count(encoding: str, text: str) -> int:
+    """tiktoken's count of ``text``: for a text another engine's newer Unicode tables could
+    split otherwise (``encodings.newer_than_tiktoken``)."""
+    engine = _REFERENCE.get(encoding)
+    if engine is None:
+        engine = _REFERENCE[encoding] = TiktokenEngine(encoding)
+    return engine.count(text)
+
+
 class QuicktokEngine:
     """quicktok (C++, 3–4× tiktoken's speed on one thread, the same tokens). Its calls release
     the GIL, so a thread can count one batch while the main thread reads the next."""
@@ -104,10 +117,13 @@ class QuicktokEngine:
     name = "quicktok"
     releases_gil = True
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, encoding: str) -> None:
         self._tok = tokenizer
+        self.encoding = encoding
 
     def count(self, text: str) -> int:
+        if newer_than_tiktoken(text):
+            return reference_count(self.encoding, text)
         try:
             return int(self._tok.count(text))
         except TypeError:  # lone surrogates do not convert: replaced, as tiktoken does
@@ -131,7 +147,11 @@ class QuicktokEngine:
         except ImportError:  # its arrays need numpy: without a working one, text by text
             return self.count_batch(texts)
         bounds = memoryview(offsets).tolist()
-        return [b - a for a, b in pairwise(bounds)]
+        counts = [b - a for a, b in pairwise(bounds)]
+        for i, text in enumerate(texts):
+            if newer_than_tiktoken(text):
+                counts[i] = reference_count(self.encoding, text)
+        return counts
 
 
 class BpeTokenizer:
@@ -212,7 +232,7 @@ class BpeTokenizer:
 
             tok, why = quicktok_encoding(self.encoding)
             if tok is not None:
-                return QuicktokEngine(tok)
+                return QuicktokEngine(tok, self.encoding)
             if self._choice == "quicktok":
                 raise TokenizerError(f"{ENGINE_VAR}=quicktok: {why}")
             self.note = why
