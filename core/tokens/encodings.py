@@ -195,6 +195,12 @@ def newer_than_tiktoken(text: str) -> bool:
     return _newer[0].search(text) is not None
 
 
+def reference_count(name: str, text: str) -> int:
+    """tiktoken's count of ``text`` (its encoder replaces lone surrogates itself): for a text
+    another engine's newer Unicode tables could split otherwise."""
+    return len(get_encoding(name).encode_ordinary(text))
+
+
 _RANKS_MAGIC = b"CTXFRNK1"
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxfold.tokens.encodings import PINNED_SHA256, newer_than_tiktoken, pattern, read_ranks
+from ctxfold.tokens.encodings import PINNED_SHA256, newer_than_tiktoken, pattern, read_ranks, reference_count
 
 MAGIC = b"CTXFBPE1"
 MAX_PIECE = 256  # bytes: a longer piece not in the table goes to the native engine
@@ -106,8 +106,6 @@ class RankTable:
 
     def count(self, text: str) -> int:
         if newer_than_tiktoken(text):  # the `regex` module's tables are newer than tiktoken's
-            from ctxfold.tokens.tokenizers import reference_count
-
             return reference_count(self.name, text)
         rank = self.rank
         n = 0

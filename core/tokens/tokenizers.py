@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ctxfold.errors import CtxfoldError, TokenizerError, UsageError
 from ctxfold.names import did_you_mean
-from ctxfold.tokens.encodings import newer_than_tiktoken
+from ctxfold.tokens.encodings import newer_than_tiktoken, reference_count
 from ctxfold.tokens.ranktable import TooLong
 
 ENGINE_VAR = "CTXFOLD_BPE"  # quicktok | tiktoken | python: pin the engine (benchmarks, bug reports)
@@ -96,18 +96,6 @@ def _buffer_count_ok(to_buffer: Callable[..., Any], encode: Callable[[str], list
         return bool(memoryview(to_buffer(probe, _NO_SPECIAL)).nbytes // 4 == len(encode(probe)))
     except Exception:
         return False
-
-
-_REFERENCE: dict[str, TiktokenEngine] = {}
-
-
-def reference_count(encoding: str, text: str) -> int:
-    """tiktoken's count of ``text``: for a text another engine's newer Unicode tables could
-    split otherwise (``encodings.newer_than_tiktoken``)."""
-    engine = _REFERENCE.get(encoding)
-    if engine is None:
-        engine = _REFERENCE[encoding] = TiktokenEngine(encoding)
-    return engine.count(text)
 
 
 class QuicktokEngine:
