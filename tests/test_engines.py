@@ -365,3 +365,19 @@ def test_the_code_points_tiktoken_classes_otherwise_are_all_listed() -> None:
         assert engines["quicktok"].count(text) == want  # type: ignore[attr-defined]
         assert engines["quicktok"].count_batch_released([text, "x"]) == [want, 1]  # type: ignore[attr-defined]
         assert python.count(text) == want  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("context", ["{c}", "é{c}🙂x", "🙂→🙂{c}", "{c}" + "🙂" * 3])
+def test_the_check_for_newer_code_points_finds_exactly_the_listed_ones(context: str) -> None:
+    """The check runs one fast class (the listed BMP ranges and the whole astral plane) and
+    looks astral hits up in the list: emoji before or after must not hide a listed code point
+    nor make an unlisted one look listed. Every code point, in each context."""
+    from ctxfold.tokens.encodings import NEWER_THAN_TIKTOKEN, newer_than_tiktoken
+
+    listed = {cp for a, b in NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+    wrong = [
+        hex(cp)
+        for cp in range(0x80, 0x110000)
+        if not 0xD800 <= cp < 0xE000 and newer_than_tiktoken(context.format(c=chr(cp))) != (cp in listed)
+    ]
+    assert not wrong
