@@ -41,7 +41,7 @@ _CHILD = (
     PRELUDE
     + r"""
 from ctxfold.tokens.tokenizers import get_tokenizer
-what = args["what"]
+what, _, strategy = args["what"].partition(":")  # compact:mask-observations: another strategy
 if what == "compact":
     from ctxfold.compaction.run import CompactOptions, compact_file
     from ctxfold.providers.registry import make_summarizer
@@ -58,7 +58,8 @@ if what == "compact":
     from ctxfold.errors import CtxfoldError
     try:  # a pass refused (it would not shrink the request) has read the whole file all the same
         r = compact_file(args["path"], summarizer, summarizer_window=summarizer.window,
-                         options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir))
+                         options=CompactOptions(fmt=args["fmt"], force=True, out_dir=out_dir,
+                                                strategy=strategy or "summary"))
         out["status"] = r.status
     except CtxfoldError as err:
         out["status"] = "refused"
@@ -134,7 +135,8 @@ def slopes(found: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
 
 def print_table(found: Sequence[dict[str, Any]]) -> None:
     sizes = sorted({r["nominal_mb"] for r in found})
-    head = f"{'shape':<12} {'command':<9} " + " ".join(f"{f'{s:g} MB':>9}" for s in sizes)
+    w = max(9, *(len(r["command"]) for r in found))
+    head = f"{'shape':<12} {'command':<{w}} " + " ".join(f"{f'{s:g} MB':>9}" for s in sizes)
     head += f" {'+MiB':>7} {'MiB/MB':>7}"
     print(
         f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]:g} MB"
@@ -151,7 +153,7 @@ def print_table(found: Sequence[dict[str, Any]]) -> None:
             last = mine[max(mine)]
             refused = [s for s, r in mine.items() if r.get("status") == "refused"]
             print(
-                f"{fmt:<12} {what:<9} {cells} {last['peak_mb'] - last['loaded_mb']:>+7.1f} "
+                f"{fmt:<12} {what:<{w}} {cells} {last['peak_mb'] - last['loaded_mb']:>+7.1f} "
                 f"{slope_of[(fmt, what)]:>7.3f}"
                 + (f"  (refused at {', '.join(f'{s:g}' for s in refused)} MB)" if refused else "")
             )
@@ -163,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default=None, help="sizes in MB, comma-separated (50,100,200)")
     ap.add_argument("--quick", action="store_true", help="5, 10 and 20 MB")
     ap.add_argument("--formats", default=",".join(GENERATED_FORMATS), help="shapes to generate")
-    ap.add_argument("--commands", default=",".join(COMMANDS), help="commands to measure")
+    ap.add_argument(
+        "--commands",
+        default=",".join(COMMANDS),
+        help="commands to measure; compact:STRATEGY for another strategy (compact:mask-observations)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help=f"folder for generated files ({default_dir()})")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows to this file")

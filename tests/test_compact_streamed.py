@@ -46,7 +46,7 @@ class _Frozen(datetime):
 
 
 def _compact(
-    path: Path, out: Path, monkeypatch: pytest.MonkeyPatch, strategy: str = "summary"
+    path: Path, out: Path, monkeypatch: pytest.MonkeyPatch, strategy: str = "summary", **options: Any
 ) -> dict[str, Any]:
     draw = random.Random(20)  # the same ids in every run, each as random-looking as uuid4's
     monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=draw.getrandbits(128), version=4))
@@ -58,7 +58,7 @@ def _compact(
             str(path),
             summarizer,
             summarizer_window=None,
-            options=CompactOptions(force=True, out_dir=str(out), strategy=strategy),
+            options=CompactOptions(force=True, out_dir=str(out), strategy=strategy, **options),
         )
     except CtxfoldError as err:
         return {"refused": str(err).replace(str(out), "OUT")}

@@ -19,6 +19,7 @@ from ctxfold.engine.policy import Decision, Policy, decide
 from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.providers.base import Summarizer, SummaryResult
 from ctxfold.strategies.base import Strategy, StrategyInput
+from ctxfold.strategies.mask import Premasked
 from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.model import Message
 from ctxfold.transcript.repair import repair_pairs
@@ -84,13 +85,19 @@ def _fold(inp: FoldInput) -> Folded:
             keep_observations=inp.keep_observations,
             source=inp.source,
             source_range=inp.source_range,
+            # masked as it was read: predicted from its count as it was read
+            before=cal.predict(inp.fixed + inp.messages.unmasked).tokens
+            if isinstance(inp.messages, Premasked)
+            else None,
         )
     )
     name = inp.strategy.name
     if out.summary is not None and not out.summary.text.strip():
         raise UsageError(f"the summarizer ({out.summary.provider}) returned an empty summary")
     final, repairs = repair_pairs(out.messages, close_last=inp.close_last)
-    if _same(out.messages, inp.messages):  # the pass did nothing (a re-paired call is no shrink)
+    # the pass did nothing (a re-paired call is no shrink); a context masked as it was read
+    # comes in as the pass leaves it, so what it masked is what tells
+    if not out.masked and _same(out.messages, inp.messages):
         raise NoShrinkError(
             f"refused: the {name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
             "try --strategy summary"

@@ -16,8 +16,12 @@ from ctxfold.compaction.skeleton import STREAM_CHARS, Outline, Outlining
 from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
+from ctxfold.providers.streamed import Unknowable
+from ctxfold.strategies.mask import Premasked
+from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.estimate import FileEstimate, estimate_entries
 from ctxfold.tokens.parallel import workers_for
+from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.model import Entry, Transcript
 
 
@@ -64,12 +68,14 @@ def read_input(
     *,
     outline: bool = False,
     stream: bool = False,
+    mask: int | None = None,
 ) -> Read:
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
     ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
     current context (and, after a state file, the context from its watermark) and the writers'
     outline; with ``stream`` too, a long context's messages stream by (which needs the summary
-    strategy, the offline digest and no state file)."""
+    strategy, the offline digest and no state file); with ``mask`` instead, all but that many of
+    the newest tool results are masked as they are read (a mask strategy first, no state file)."""
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
@@ -79,7 +85,7 @@ def read_input(
     helper = stream and workers_for(size) > 0 and os.name == "posix"
     # a state file's pass goes on from its watermark (or the entry before it: resume.py)
     starts = (state.watermark - 1, state.watermark) if state is not None else ()
-    outlining = Outlining(stream, stream_chars(), helper, starts) if outline or stream else None
+    outlining = Outlining(stream, stream_chars(), helper, starts, mask) if outline or stream else None
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),
         opened.format,
@@ -88,14 +94,30 @@ def read_input(
         window=opts.window,
         config=config,
         size=size,
+        on_counter=outlining.counted if outlining is not None else None,
     )
     est.notes = list(opened.warnings)  # filled as the entries were read
     skipped = [str(e) for e in opened.skipped]
     if outlining is not None:
         kept_outline = outlining.result(opened.format, opened.path)
+        if not _masked_as_counted(kept_outline, est):
+            raise Unknowable("the masks were counted otherwise than the fold counts")
         return Read(kept_outline.transcript, est, outs, state, skipped, place.in_store, kept_outline)
     transcript = materialize(kept, opened.format, opened.path)
     return Read(transcript, est, outs, state, skipped, place.in_store)
+
+
+def _masked_as_counted(outline: Outline, est: FileEstimate) -> bool:
+    """Whether a context masked as it was read used the tokenizer and framing the fold
+    counts with (the model the whole log settles on can differ from the first it named)."""
+    premasked = outline.context.messages
+    if not isinstance(premasked, Premasked):
+        return True
+    tokenizer = get_tokenizer(est.model.tokenizer)
+    return (
+        premasked.counter.tokenizer is tokenizer
+        and premasked.counter.provider == Counter(tokenizer, est.model.provider).provider
+    )
 
 
 def reread(path: str, opts: CompactOptions, entries: int) -> Transcript:

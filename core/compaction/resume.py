@@ -15,6 +15,7 @@ from ctxfold.compaction.read import Read
 from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, settings_changes
 from ctxfold.errors import ChangedPrefixError
 from ctxfold.providers.base import Summarizer
+from ctxfold.strategies.mask import Premasked
 from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.strategies.summary import summary_message
 from ctxfold.tokens.estimate import FileEstimate
@@ -68,7 +69,10 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     outline = read.outline
     if outline is not None and read.state is None:  # a first pass: the context built as it read
         ctx = outline.context
-        messages = ctx.messages if isinstance(ctx.messages, StreamedContext) else list(ctx.messages)
+        kept_as_read = isinstance(
+            ctx.messages, (StreamedContext, Premasked)
+        )  # not copied: what they are matters
+        messages = ctx.messages if kept_as_read else list(ctx.messages)
         return Resumed(None, ctx, messages, False, None)
     state, start, digest = read.state, 0, None
     changed: list[str] = []

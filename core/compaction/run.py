@@ -125,9 +125,13 @@ def _compact(
         return _not_due(early, path, strategy.name, place)
     outline = _can_outline(path)
     stream = outline and not folded_before and _can_stream(opts, summarizer, summarizer_window)
+    # a mask pass first masks as it reads, so that the old tool results are never held
+    masks_first = outline and not folded_before and strategy.name.split("+")[0] == "mask-observations"
+    mask = opts.keep_observations if masks_first else None
     try:
-        read = read_input(path, opts, config, place, outline=outline, stream=stream)
-    except Unknowable:  # a compaction recorded in the log keeps messages that streamed by
+        read = read_input(path, opts, config, place, outline=outline, stream=stream, mask=mask)
+    except Unknowable:  # a compaction recorded in the log keeps messages that streamed by; a mask
+        # counted with a tokenizer the whole log did not settle on
         read = read_input(path, opts, config, place)
     settings = decision_settings(read.est, opts, summarizer)
     resumed = resume(read, path, opts.force, settings)

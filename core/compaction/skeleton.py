@@ -16,9 +16,19 @@ from typing import Any
 
 from ctxfold.compaction.statefile import entry_sha256
 from ctxfold.formats.origin import SYNTHETIC_MODELS
+from ctxfold.strategies.masked import Masking
 from ctxfold.strategies.streamed import StreamedContext, weight
+from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.context import Building, Context
-from ctxfold.transcript.model import ContextUpdate, Entry, Message, ToolDef, Transcript
+from ctxfold.transcript.model import (
+    CompactionMarker,
+    ContextReset,
+    ContextUpdate,
+    Entry,
+    Message,
+    ToolDef,
+    Transcript,
+)
 
 SHARED = 16  # distinct values of each part of the updates held for sharing
 STREAM_CHARS = 2_000_000  # a context past about this many characters streams (its messages are not kept)
@@ -72,14 +82,22 @@ class Outline:
 
 class Outlining:
     """Fed every entry in order; ``stream`` lets a long context stream instead of being kept
-    (and ``helper`` have its readings made in a helper process)."""
+    (and ``helper`` have its readings made in a helper process); ``mask`` masks all but that
+    many of the newest tool results as they come (:mod:`ctxfold.strategies.masked`)."""
 
     def __init__(
-        self, stream: bool, threshold: int = STREAM_CHARS, helper: bool = False, starts: tuple[int, ...] = ()
+        self,
+        stream: bool,
+        threshold: int = STREAM_CHARS,
+        helper: bool = False,
+        starts: tuple[int, ...] = (),
+        mask: int | None = None,
     ) -> None:
         self.stream, self.threshold = stream, threshold
         self.helper = helper  # a streamed context's readings go to a helper process
         self.building = Building()
+        # masking needs the context alone (a state file's pass builds others from its watermark)
+        self.masking = Masking(mask) if mask is not None and not starts else None
         # a state file's pass may go on from one of ``starts`` (its watermark, or the entry
         # before it): the context from each, built beside the whole one (the same messages)
         self.from_start = {s: Building(s) for s in starts if s > 0}
@@ -121,13 +139,27 @@ class Outlining:
             if e.model:
                 self.models[e.model] = None
             self._outline(i, e)
-        self.building.add(e)
+        if self.masking is None:
+            self.building.add(e)
+        else:
+            for ready in self.masking.push(e):
+                self._build(ready)
         for building in self.from_start.values():
             building.add(e)
         if i in self.before:
             self.shas[i] = entry_sha256(e)
         if self.stream:
             self._bound()
+
+    def counted(self, counter: Counter) -> None:
+        """The session's counter, once the estimate has chosen it: masking may start."""
+        if self.masking is not None:
+            self.masking.counter = counter
+
+    def _build(self, e: Entry) -> None:
+        self.building.add(e)
+        if isinstance(e, (CompactionMarker, ContextReset)) and self.masking is not None:
+            self.masking.retain(self.building.ctx.messages)
 
     def _share(self, e: ContextUpdate) -> ContextUpdate:
         """``e`` holding the objects of the last update with equal parts: a harness repeats its
@@ -191,6 +223,10 @@ class Outlining:
     _len = 0
 
     def result(self, source_format: str, path: str | None) -> Outline:
+        if self.masking is not None:
+            for e in self.masking.flush():
+                self._build(e)
+            self.building.ctx.messages = self.masking.context(self.building.ctx.messages)
         t = Transcript(
             source_format=source_format,
             entries=tuple(self.kept.values()),

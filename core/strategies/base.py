@@ -35,6 +35,9 @@ class StrategyInput:
     keep_observations: int = 10
     source: str | None = None  # the original session file, named in the summary
     source_range: str | None = None  # the part of it folded, in words
+    # the prediction for the context as read, when ``messages`` no longer hold it (masked as it
+    # was read: strategies/masked.py); None: ``predict(messages)``
+    before: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class Chain:
         notes: list[str] = []
         masked = passes = folded = 0
         summary = None
-        before = inp.predict(messages)
+        before = inp.predict(messages) if inp.before is None else inp.before
         for i, part in enumerate(self.parts):
             now = inp.predict(messages) if i > 0 else before
             if i > 0 and not inp.policy.due(now) and now <= before * (1 - MIN_SHRINK):
@@ -108,7 +111,7 @@ class Chain:
                     f"{part.name} not needed: {self.parts[i - 1].name} brought the request under the threshold"
                 )
                 break
-            out = part.apply(replace_messages(inp, messages))
+            out = part.apply(replace_messages(inp, messages) if i else inp)  # as given: a Premasked list
             messages, masked, passes = out.messages, masked + out.masked, passes + out.passes
             folded = out.folded or folded
             summary = out.summary or summary

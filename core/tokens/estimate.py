@@ -124,6 +124,7 @@ def estimate_entries(
     window: int | None = None,
     config: Config | None = None,
     size: int = 0,
+    on_counter: Callable[[Counter], None] | None = None,
 ) -> FileEstimate:
     """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``.
 
@@ -131,11 +132,15 @@ def estimate_entries(
     only assumed when it names none. ``window`` and ``tokenizer`` come from the argument, else
     ``CTXFOLD_WINDOW``/``CTXFOLD_TOKENIZER``, else ``[defaults]``, and override the model's own.
     ``size`` (the bytes of log behind ``entries``, 0 if unknown) picks the counting engine and
-    helpers that suit it.
+    helpers that suit it. ``on_counter`` is told the counter the log is counted with, before
+    any entry after the first few is read (``compact`` masks with it as it reads).
     """
     spec = Spec(model, tokenizer, window, config or Config())
     head, start = begin(iter(entries), source_format, spec)
-    replay = start.counter(spec).feed(head, size=size)
+    session = start.counter(spec)
+    if on_counter is not None:
+        on_counter(session.counter)
+    replay = session.feed(head, size=size)
     return end(replay, start, source_format, path, spec)
 
 
