@@ -28,13 +28,16 @@ BOM = b"\xef\xbb\xbf"  # written by some Windows tools; not JSON, so dropped fro
 # Deeper nesting is refused at parse time: every later step (counting, writing, repr in a message)
 # may then walk a value recursively, well inside Python's recursion limit and orjson's 255.
 MAX_DEPTH = 128
+# Lines are read through a buffer this large: with the default 8 KB, a long line is gathered in
+# many reads and copies (200 MB of Claude Code log: 0.25 s to split into lines, 0.07 s with this)
+READ_BUFFER = 256 * 1024
 
 
 def open_binary(path: str | Path) -> BinaryIO:
     if str(path) == STDIN:
         return sys.stdin.buffer
     try:
-        return open(path, "rb")
+        return open(path, "rb", buffering=READ_BUFFER)
     except FileNotFoundError:
         raise InputError("no such file", path) from None
     except IsADirectoryError:
