@@ -145,7 +145,8 @@ def test_a_large_file_counted_with_helpers_equals_in_process(
     estimate is the in-process one, batch for batch."""
     from ctxfold.tokens import parallel, tokenizers
 
-    monkeypatch.setattr(parallel, "THREAD_AFTER", 0)  # the helper from the first batch on
+    for name in ("THREAD_FIRST", "THREAD_WORTH", "THREAD_AFTER"):  # the helper from the first batch on
+        monkeypatch.setattr(parallel, name, 0)
     monkeypatch.setenv(ENGINE_VAR, engine)
     monkeypatch.setattr(tokenizers, "_instances", {})
     monkeypatch.setenv("CTXFOLD_WORKERS", "0")
@@ -197,3 +198,48 @@ def test_the_files_bar_runs_no_thread_while_workers_are_forked(
     assert r.exit_code == 1 and started == [[]]
     n = len(list(folder.glob("*.jsonl")))
     assert f"{n}/{n}" in screen.file.getvalue()  # type: ignore[attr-defined]
+
+
+class _Released:
+    """A tokenizer whose batches a helper thread would count: records which batches went there."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.handed: list[int] = []
+
+    def native(self) -> object:
+        return self
+
+    def released(self) -> object:
+        return lambda texts, threads: self.handed.append(len(texts)) or [1] * len(texts)
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return [1] * len(texts)
+
+
+@pytest.mark.parametrize(
+    ("read", "handed_from"),
+    [
+        (lambda: 10_000_000, 2),  # a tenth read with 2 M characters counted: 18 M projected to come
+        (lambda: 90_000_000, None),  # 90 % read: at most 1.1 M to come, not worth the thread start
+        (None, 8),  # the bytes read unknown: after THREAD_AFTER
+    ],
+    ids=["early", "nearly-done", "unknown"],
+)
+def test_a_helper_thread_starts_when_what_is_left_pays_for_it(
+    read: Any, handed_from: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxfold.tokens import parallel
+
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    tok = _Released()
+    counting = parallel.Counting(tok, 100_000_000, read)
+    try:
+        for _ in range(10):
+            counting.submit(["x" * 1_000_000]).result()
+    finally:
+        counting.close()
+    # batch k (0-based) goes to the thread once k million characters were counted here
+    want = 0 if handed_from is None else 10 - handed_from
+    assert len(tok.handed) == want

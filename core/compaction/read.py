@@ -95,6 +95,7 @@ def read_input(
         config=config,
         size=size,
         on_counter=outlining.counted if outlining is not None else None,
+        read=lambda: opened.bytes_read,
     )
     est.notes = list(opened.warnings)  # filled as the entries were read
     skipped = [str(e) for e in opened.skipped]

@@ -107,6 +107,7 @@ def estimate_file(
         window=window,
         config=config,
         size=size,
+        read=lambda: opened.bytes_read,
     )
     result.skipped = [str(e) for e in opened.skipped]
     result.notes = list(opened.warnings)
@@ -125,6 +126,7 @@ def estimate_entries(
     config: Config | None = None,
     size: int = 0,
     on_counter: Callable[[Counter], None] | None = None,
+    read: Callable[[], int] | None = None,
 ) -> FileEstimate:
     """Estimate an entry stream (read once, lazily) that came from ``path`` in ``source_format``.
 
@@ -132,7 +134,7 @@ def estimate_entries(
     only assumed when it names none. ``window`` and ``tokenizer`` come from the argument, else
     ``CTXFOLD_WINDOW``/``CTXFOLD_TOKENIZER``, else ``[defaults]``, and override the model's own.
     ``size`` (the bytes of log behind ``entries``, 0 if unknown) picks the counting engine and
-    helpers that suit it. ``on_counter`` is told the counter the log is counted with, before
+    helpers that suit it, ``read`` how many of them have been read so far. ``on_counter`` is told the counter the log is counted with, before
     any entry after the first few is read (``compact`` masks with it as it reads).
     """
     spec = Spec(model, tokenizer, window, config or Config())
@@ -140,7 +142,7 @@ def estimate_entries(
     session = start.counter(spec)
     if on_counter is not None:
         on_counter(session.counter)
-    replay = session.feed(head, size=size)
+    replay = session.feed(head, size=size, read=read)
     return end(replay, start, source_format, path, spec)
 
 

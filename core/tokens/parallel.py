@@ -16,7 +16,13 @@ from concurrent.futures import Executor, Future
 from typing import Any
 
 MIN_BYTES = 16_000_000  # inputs smaller than this are counted in-process
-THREAD_AFTER = 8_000_000  # characters counted in-process before a quicktok helper thread starts
+# A quicktok helper thread's first batch imports numpy (quicktok returns arrays): about what
+# counting 3 M characters here costs, which only a long input pays back. It starts once
+# THREAD_FIRST characters were counted here and the input, projected from the bytes read so far,
+# still holds THREAD_WORTH more; when the bytes read cannot be told, after THREAD_AFTER.
+THREAD_FIRST = 2_000_000
+THREAD_WORTH = 4_000_000
+THREAD_AFTER = 8_000_000
 WORKERS_ENV = "CTXFOLD_WORKERS"
 
 
@@ -59,17 +65,20 @@ def _count(name: str, texts: Sequence[str]) -> list[int]:
 class Counting:
     """Submit a batch's texts, get a future of their counts: for an input of ``size`` bytes (0:
     unknown), with the engine and the helpers (``workers_for``) that suit its size; None: the
-    last lines of an input an earlier call planned for, counted here with its engine."""
+    last lines of an input an earlier call planned for, counted here with its engine. ``read``
+    tells how many of the bytes have been read so far, when it can be told."""
 
-    def __init__(self, tokenizer: Any, size: int | None) -> None:
+    def __init__(self, tokenizer: Any, size: int | None, read: Callable[[], int] | None = None) -> None:
         self._tokenizer = tokenizer
+        self._size, self._read = size or 0, read
         plan = getattr(tokenizer, "plan", None)
         if plan is not None and size is not None:
             plan(size)
         workers = workers_for(size) if size is not None else 0
         self._pool: Executor | None = None
         self._submit: Callable[[list[str]], Future[list[int]]] | None = None
-        self._inline_left = 0
+        self._inline = 0  # characters counted here while a helper thread waits to be worth it
+        self._handed = True  # batches go to the helpers (once a thread is worth its start)
         self.in_flight = 1
         if workers <= 0:
             return
@@ -80,11 +89,9 @@ class Counting:
         engine = native() if native is not None else None  # loaded before any fork
         released = tokenizer.released() if engine is not None else None
         if released is not None:
-            # counted here until THREAD_AFTER characters have gone by: the thread's first batch
-            # imports numpy (quicktok returns its arrays), which only a long input pays back
             threads = max(1, workers - 1)  # the main thread keeps a core for parsing
             pool: Executor = ThreadPoolExecutor(1, thread_name_prefix="ctxfold-count")
-            self._inline_left = THREAD_AFTER
+            self._handed = False  # counted here until the thread is worth its start
             self._submit = lambda texts: pool.submit(released, texts, threads)
             self.in_flight = 2
         elif "fork" in multiprocessing.get_all_start_methods():
@@ -97,13 +104,23 @@ class Counting:
         self._pool = pool
 
     def submit(self, texts: Sequence[str]) -> Future[list[int]]:
-        if self._submit is not None and self._inline_left <= 0:
+        if self._submit is not None and not self._handed:
+            self._handed = self._worth_a_thread()
+        if self._submit is not None and self._handed:
             return self._submit(list(texts))
         if self._submit is not None:
-            self._inline_left -= sum(map(len, texts))
+            self._inline += sum(map(len, texts))
         done: Future[list[int]] = Future()
         done.set_result(self._tokenizer.count_batch(texts))
         return done
+
+    def _worth_a_thread(self) -> bool:
+        if self._inline < THREAD_FIRST:
+            return False
+        done = self._read() if self._read is not None and self._size else 0
+        if done <= 0:
+            return self._inline >= THREAD_AFTER
+        return self._inline * (self._size - done) / done >= THREAD_WORTH
 
     def close(self) -> None:
         if self._pool is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -149,10 +149,17 @@ class SessionCounter:
         self._segment_has_real = False
         self._held_summary: str | None = None  # a compaction's, until the next message is seen
 
-    def feed(self, entries: Iterable[Entry], *, size: int | None = 0, finish: bool = True) -> Replay:
+    def feed(
+        self,
+        entries: Iterable[Entry],
+        *,
+        size: int | None = 0,
+        finish: bool = True,
+        read: Callable[[], int] | None = None,
+    ) -> Replay:
         """Replay ``entries`` (any iterable, consumed once; ``size`` bytes of log, 0 if unknown,
-        None for the last lines of an input an earlier call was told the size of) and return the
-        final state.
+        None for the last lines of an input an earlier call was told the size of; ``read``: how
+        many of them have been read so far) and return the final state.
 
         A large input's batches are tokenized by a helper while the next ones are read and
         parsed here (``tokens/parallel.py``); results are applied in order, so the replay is
@@ -160,7 +167,7 @@ class SessionCounter:
         ``finish=False`` more entries may follow in another call (a compaction's summary is still
         held for the message after it): the count cache snapshots the state in between.
         """
-        counting = Counting(self.counter.tokenizer, size)
+        counting = Counting(self.counter.tokenizer, size, read)
         inflight: deque[tuple[list[Entry], Batch, Future[list[int]]]] = deque()
         buf: list[Entry] = []
         pending: list[Message] = []
