@@ -243,3 +243,43 @@ def test_a_state_files_pass_reads_an_outline_and_goes_on_from_the_watermark(
     runs = _grown_runs(FIXTURES / "real" / "claude-code-sidechains.jsonl", tmp_path, monkeypatch)
     assert "files" in runs["outline"][1]
     assert resumed == [(True, False), (True, True), (False, False), (False, True)]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_streamed_sliding_window_writes_what_the_whole_read_writes(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every context streams: a tail that fits needs messages that were not kept, and the
+    session is read again whole; either way the outputs are the whole read's."""
+    with monkeypatch.context() as m:
+        m.setenv("CTXFOLD_STREAM_CHARS", "0")
+        got = _compact(path, tmp_path / "streamed", m, "sliding-window")
+    monkeypatch.setattr(run, "_can_outline", lambda *a: False)
+    assert got == _compact(path, tmp_path / "whole", monkeypatch, "sliding-window")
+
+
+@pytest.mark.parametrize(
+    ("rel", "window"),
+    [
+        ("codex/edgerunner.jsonl", 24_000),
+        ("pi/large-session.jsonl", 8_000),
+        ("claude-code/fundwise.jsonl", 32_000),
+    ],
+)
+def test_a_sliding_window_no_tail_of_fits_streams_its_summary(
+    rel: str, window: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a window too small for any of its tails (a session whose context is the whole log
+    and its recent tool output large), the passes are decided from the read's counts and the
+    summary of everything streams: never held, never read again, and the same outputs."""
+    path = real(rel)
+    with monkeypatch.context() as m:
+        m.setattr(run, "_can_outline", lambda *a: False)
+        whole = _compact(path, tmp_path / "whole", m, "sliding-window", max_tokens=window)
+    assert any("fell back" in n for n in whole.get("notes", ())), f"a tail of {rel} fits: {whole}"
+    monkeypatch.setenv("CTXFOLD_STREAM_CHARS", "0")
+    folds = _counting(monkeypatch, streamed, "fold_streamed")
+    rereads = _counting(monkeypatch, run, "reread")
+    got = _compact(path, tmp_path / "streamed", monkeypatch, "sliding-window", max_tokens=window)
+    assert folds and not rereads
+    assert got == whole

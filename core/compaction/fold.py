@@ -89,6 +89,7 @@ def _fold(inp: FoldInput) -> Folded:
             before=cal.predict(inp.fixed + inp.messages.unmasked).tokens
             if isinstance(inp.messages, Premasked)
             else None,
+            predict_count=lambda n: cal.predict(inp.fixed + n).tokens,
         )
     )
     name = inp.strategy.name

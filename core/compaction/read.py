@@ -18,6 +18,7 @@ from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.mask import Premasked
+from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.estimate import FileEstimate, estimate_entries
 from ctxfold.tokens.parallel import workers_for
@@ -101,6 +102,8 @@ def read_input(
     skipped = [str(e) for e in opened.skipped]
     if outlining is not None:
         kept_outline = outlining.result(opened.format, opened.path)
+        if isinstance(kept_outline.context.messages, StreamedContext):
+            kept_outline.context.messages.counted(est.replay.context)
         if not _masked_as_counted(kept_outline, est):
             raise Unknowable("the masks were counted otherwise than the fold counts")
         return Read(kept_outline.transcript, est, outs, state, skipped, place.in_store, kept_outline)

@@ -227,7 +227,7 @@ def _can_stream(opts: CompactOptions, summarizer: Summarizer, window: int | None
     offline digest; another strategy or summarizer, or a dry run, keeps the context whole."""
     return (
         not opts.dry_run
-        and opts.strategy == "summary"
+        and opts.strategy in ("summary", "sliding-window")
         and answering_digest(summarizer) is not None
         and (window is None or window >= UNLIMITED_WINDOW)
     )

@@ -38,6 +38,9 @@ class StrategyInput:
     # the prediction for the context as read, when ``messages`` no longer hold it (masked as it
     # was read: strategies/masked.py); None: ``predict(messages)``
     before: int | None = None
+    # the prediction for a request whose messages count ``n`` tokens: for a context that streamed
+    # by, whose messages are not there to count again (None: not given)
+    predict_count: Callable[[int], int] | None = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
+from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold_for
 from ctxfold.transcript.model import Message
 
@@ -38,6 +40,8 @@ class SlidingWindowStrategy:
     uses_summarizer = True
 
     def apply(self, inp: StrategyInput) -> StrategyOutput:
+        if isinstance(inp.messages, StreamedContext):
+            return _streamed(inp, inp.messages)
         messages = list(inp.messages)
         n = len(messages)
         tail = max(MIN_TAIL, math.ceil(n * TAIL_RATIO))
@@ -64,3 +68,38 @@ class SlidingWindowStrategy:
         return StrategyOutput(
             out.messages, out.folded, out.summary, passes=MAX_PASSES + 1, notes=(*notes, *out.notes)
         )
+
+
+def _streamed(inp: StrategyInput, ctx: StreamedContext) -> StrategyOutput:
+    """The passes on a context that streamed by, from the read's count of each message and
+    where calls are answered: when no tail fits, the summary of everything streams as the
+    summary strategy's does; a tail that fits needs the messages, which were not kept
+    (:class:`Unknowable`: the session is read again whole)."""
+    sizes, predict = ctx.sizes, inp.predict_count
+    if sizes is None or predict is None:
+        raise Unknowable("the streamed messages' counts are not known")
+    n = len(ctx)
+    clean = ctx.clean_cuts()
+    after = [0] * (n + 1)  # tokens of the messages from i on
+    for i in range(n - 1, -1, -1):
+        after[i] = after[i + 1] + sizes[i]
+    tail = max(MIN_TAIL, math.ceil(n * TAIL_RATIO))
+    notes: list[str] = []
+    for attempt in range(1, MAX_PASSES + 1):
+        candidate = max(1, n - tail)
+        cut = next((i for i in range(candidate, 0, -1) if clean[i]), None)
+        if cut is None:
+            cut = next((i for i in range(candidate + 1, n) if clean[i]), None)
+        if cut is None or cut >= n:
+            notes.append("no clean tool-call boundary for a tail: summarizing everything")
+            break
+        if not inp.policy.due(predict(after[cut])):
+            raise Unknowable(f"a {n - cut}-message tail fits: its messages were not kept")
+        notes.append(f"pass {attempt}: a {n - cut}-message tail is still over the threshold")
+        tail = max(1, tail // 2)
+    else:
+        notes.append("fell back to a summary of everything: no tail fits under the threshold")
+    out = SummaryStrategy().apply(inp)
+    return StrategyOutput(
+        out.messages, out.folded, out.summary, passes=MAX_PASSES + 1, notes=(*notes, *out.notes)
+    )

@@ -31,7 +31,7 @@ from ctxfold.strategies.summary import (
     summary_message,
     summary_of,
 )
-from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.counting import Counter, MessageCount
 from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 RETAIN_CHARS = 500_000  # the recent tail kept verbatim, in characters of text (roughly)
@@ -78,12 +78,23 @@ class StreamedContext(Sequence[Message]):
         self.tail_chars = 0
         self.retain = RETAIN_CHARS if retain is None else retain
         self.calls_before: set[str] = set()  # tool call ids of the messages no longer kept
+        # where a sliding window may cut: each call id's first call, each result's last answer
+        self.first_call: dict[str, int] = {}
+        self.last_answer: dict[str, int] = {}
+        self.names: list[tuple[str, str | None]] = []  # (role, id) of each message, in order
+        self.sizes: list[int] | None = None  # each message's tokens, once the read's count is matched
         for m in seed:
             self.append(m)
 
     def append(self, m: Message) -> None:
         i = self.n
         self.n += 1
+        self.names.append((m.role, m.id))
+        for p in m.parts:
+            if isinstance(p, ToolCallPart):
+                self.first_call.setdefault(p.id, i)
+            elif isinstance(p, ToolResultPart):
+                self.last_answer[p.call_id] = i
         if i < HEAD:
             self.head.append(m)
         if i == 0:
@@ -103,6 +114,29 @@ class StreamedContext(Sequence[Message]):
             _, old, w = self.tail.popleft()
             self.tail_chars -= w
             self.calls_before.update(p.id for p in old.parts if isinstance(p, ToolCallPart))
+
+    def counted(self, counts: Sequence[MessageCount]) -> None:
+        """The read's count of each message (the estimate replays the same context): kept as
+        ``sizes`` when the messages are those, in that order, else left unknown."""
+        if len(counts) == self.n and all(
+            (c.role, c.id) == name for c, name in zip(counts, self.names, strict=True)
+        ):
+            self.sizes = [c.total for c in counts]
+
+    def clean_cuts(self) -> list[bool]:
+        """For each ``i``, :func:`~ctxfold.strategies.summary.clean_cut` ``(context, i)``: no
+        call before ``i`` answered at or after it."""
+        crossing = [0] * (self.n + 2)
+        for call, first in self.first_call.items():
+            last = self.last_answer.get(call, -1)
+            if first < last:  # cuts first + 1 … last separate a call from its answer
+                crossing[first + 1] += 1
+                crossing[last + 1] -= 1
+        clean, open_calls = [], 0
+        for i in range(self.n + 1):
+            open_calls += crossing[i]
+            clean.append(open_calls == 0)
+        return clean
 
     def kept_from(self, message_id: str) -> list[Message]:
         """The messages from the first with ``message_id`` on (a compaction that keeps the
