@@ -70,12 +70,13 @@ def read_input(
     outline: bool = False,
     stream: bool = False,
     mask: int | None = None,
+    stream_after: int = STREAM_CHARS,
 ) -> Read:
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
     ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
     current context (and, after a state file, the context from its watermark) and the writers'
     outline; with ``stream`` too, a long context's messages stream by (which needs the summary
-    strategy, the offline digest and no state file); with ``mask`` instead, all but that many of
+    strategy, the offline digest and no state file; past ``stream_after`` characters); with ``mask`` instead, all but that many of
     the newest tool results are masked as they are read (a mask strategy first, no state file)."""
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None
@@ -86,7 +87,9 @@ def read_input(
     helper = stream and workers_for(size) > 0 and os.name == "posix"
     # a state file's pass goes on from its watermark (or the entry before it: resume.py)
     starts = (state.watermark - 1, state.watermark) if state is not None else ()
-    outlining = Outlining(stream, stream_chars(), helper, starts, mask) if outline or stream else None
+    outlining = (
+        Outlining(stream, stream_chars(stream_after), helper, starts, mask) if outline or stream else None
+    )
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),
         opened.format,
@@ -131,11 +134,11 @@ def reread(path: str, opts: CompactOptions, entries: int) -> Transcript:
     return materialize(list(islice(opened.entries, entries)), opened.format, opened.path)
 
 
-def stream_chars() -> int:
+def stream_chars(default: int = STREAM_CHARS) -> int:
     """How many characters of context ``compact`` keeps before it streams the rest;
     ``CTXFOLD_STREAM_CHARS`` sets it (0 streams every context: the tests' check of the path)."""
     raw = os.environ.get("CTXFOLD_STREAM_CHARS", "")
-    return int(raw) if raw.isdigit() else STREAM_CHARS
+    return int(raw) if raw.isdigit() else default
 
 
 def _keeping(entries: Iterator[Entry], kept: list[Entry]) -> Iterator[Entry]:

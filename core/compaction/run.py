@@ -39,6 +39,7 @@ from ctxfold.compaction.outputs import (
 from ctxfold.compaction.read import Place, Read, place_outputs, read_input, reread
 from ctxfold.compaction.record import compacted_transcript, new_state
 from ctxfold.compaction.resume import Resumed, decision_settings, resume
+from ctxfold.compaction.skeleton import STREAM_CHARS, WINDOW_STREAM_CHARS
 from ctxfold.compaction.statefile import file_hashes
 from ctxfold.config import Config
 from ctxfold.engine.policy import Policy
@@ -129,7 +130,10 @@ def _compact(
     masks_first = outline and not folded_before and strategy.name.split("+")[0] == "mask-observations"
     mask = opts.keep_observations if masks_first else None
     try:
-        read = read_input(path, opts, config, place, outline=outline, stream=stream, mask=mask)
+        after = WINDOW_STREAM_CHARS if opts.strategy == "sliding-window" else STREAM_CHARS
+        read = read_input(
+            path, opts, config, place, outline=outline, stream=stream, mask=mask, stream_after=after
+        )
     except Unknowable:  # a compaction recorded in the log keeps messages that streamed by; a mask
         # counted with a tokenizer the whole log did not settle on
         read = read_input(path, opts, config, place)

@@ -32,6 +32,9 @@ from ctxfold.transcript.model import (
 
 SHARED = 16  # distinct values of each part of the updates held for sharing
 STREAM_CHARS = 2_000_000  # a context past about this many characters streams (its messages are not kept)
+# ... for a sliding window: a tail that fits would need the session read again (its messages
+# were not kept), which the shortest tail of a context this long (7.5 %, 1.2 M characters) rarely does
+WINDOW_STREAM_CHARS = 16_000_000
 
 
 def _cwd_main(m: Message) -> bool:
