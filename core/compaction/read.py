@@ -75,9 +75,10 @@ def read_input(
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
     ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
     current context (and, after a state file, the context from its watermark) and the writers'
-    outline; with ``stream`` too, a long context's messages stream by (which needs the summary
-    strategy, the offline digest and no state file; past ``stream_after`` characters); with ``mask`` instead, all but that many of
-    the newest tool results are masked as they are read (a mask strategy first, no state file)."""
+    outline. With ``stream`` too, a context past ``stream_after`` characters streams by (which
+    needs the summary or sliding-window strategy, the offline digest and no state file); with
+    ``mask`` instead, all but that many of the newest tool results are masked as they are read
+    (a mask strategy first, no state file)."""
     outs = place.outs
     state = load_state(outs.state) if path != "-" else None
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)

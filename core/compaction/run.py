@@ -129,8 +129,8 @@ def _compact(
     # a mask pass first masks as it reads, so that the old tool results are never held
     masks_first = outline and not folded_before and strategy.name.split("+")[0] == "mask-observations"
     mask = opts.keep_observations if masks_first else None
+    after = WINDOW_STREAM_CHARS if opts.strategy == "sliding-window" else STREAM_CHARS
     try:
-        after = WINDOW_STREAM_CHARS if opts.strategy == "sliding-window" else STREAM_CHARS
         read = read_input(
             path, opts, config, place, outline=outline, stream=stream, mask=mask, stream_after=after
         )
@@ -227,8 +227,9 @@ def _can_outline(path: str) -> bool:
 
 def _can_stream(opts: CompactOptions, summarizer: Summarizer, window: int | None) -> bool:
     """On a first pass (no state file), a long context may stream by too (``compact`` keeps
-    only what the offline digest and the kept tail need) with the summary strategy and the
-    offline digest; another strategy or summarizer, or a dry run, keeps the context whole."""
+    only what the offline digest and the kept tail need) with the summary or sliding-window
+    strategy and the offline digest; another strategy or summarizer, or a dry run, keeps the
+    context whole."""
     return (
         not opts.dry_run
         and opts.strategy in ("summary", "sliding-window")
