@@ -12,7 +12,7 @@ from pathlib import Path
 from ctxfold.compaction.carry_on import in_a_store
 from ctxfold.compaction.options import DEFAULT_OUT_DIR, CompactOptions
 from ctxfold.compaction.outputs import Outputs, outputs_for
-from ctxfold.compaction.skeleton import STREAM_CHARS, Outline, Outlining
+from ctxfold.compaction.skeleton import STREAM_CHARS, WINDOW_STREAM_CHARS, Outline, Outlining
 from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
@@ -70,13 +70,13 @@ def read_input(
     outline: bool = False,
     stream: bool = False,
     mask: int | None = None,
-    stream_after: int = STREAM_CHARS,
+    sliding: bool = False,
 ) -> Read:
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
     ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
     current context (and, after a state file, the context from its watermark) and the writers'
-    outline. With ``stream`` too, a context past ``stream_after`` characters streams by (which
-    needs the summary or sliding-window strategy, the offline digest and no state file); with
+    outline. With ``stream`` too, a long context streams by (which needs the summary strategy,
+    or ``sliding`` the sliding window, the offline digest and no state file); with
     ``mask`` instead, all but that many of the newest tool results are masked as they are read
     (a mask strategy first, no state file)."""
     outs = place.outs
@@ -89,7 +89,16 @@ def read_input(
     # a state file's pass goes on from its watermark (or the entry before it: resume.py)
     starts = (state.watermark - 1, state.watermark) if state is not None else ()
     outlining = (
-        Outlining(stream, stream_chars(stream_after), helper, starts, mask) if outline or stream else None
+        Outlining(
+            stream,
+            stream_chars(WINDOW_STREAM_CHARS if sliding else STREAM_CHARS),
+            helper,
+            starts,
+            mask,
+            sliding,
+        )
+        if outline or stream
+        else None
     )
     est = estimate_entries(
         outlining.feed(opened.entries) if outlining is not None else _keeping(opened.entries, kept),

@@ -39,7 +39,6 @@ from ctxfold.compaction.outputs import (
 from ctxfold.compaction.read import Place, Read, place_outputs, read_input, reread
 from ctxfold.compaction.record import compacted_transcript, new_state
 from ctxfold.compaction.resume import Resumed, decision_settings, resume
-from ctxfold.compaction.skeleton import STREAM_CHARS, WINDOW_STREAM_CHARS
 from ctxfold.compaction.statefile import file_hashes
 from ctxfold.config import Config
 from ctxfold.engine.policy import Policy
@@ -129,10 +128,10 @@ def _compact(
     # a mask pass first masks as it reads, so that the old tool results are never held
     masks_first = outline and not folded_before and strategy.name.split("+")[0] == "mask-observations"
     mask = opts.keep_observations if masks_first else None
-    after = WINDOW_STREAM_CHARS if opts.strategy == "sliding-window" else STREAM_CHARS
+    sliding = opts.strategy == "sliding-window"
     try:
         read = read_input(
-            path, opts, config, place, outline=outline, stream=stream, mask=mask, stream_after=after
+            path, opts, config, place, outline=outline, stream=stream, mask=mask, sliding=sliding
         )
     except Unknowable:  # a compaction recorded in the log keeps messages that streamed by; a mask
         # counted with a tokenizer the whole log did not settle on

@@ -95,8 +95,10 @@ class Outlining:
         helper: bool = False,
         starts: tuple[int, ...] = (),
         mask: int | None = None,
+        cuts: bool = False,
     ) -> None:
         self.stream, self.threshold = stream, threshold
+        self.cuts = cuts  # a streamed context keeps what a sliding window's passes read
         self.helper = helper  # a streamed context's readings go to a helper process
         self.building = Building()
         # masking needs the context alone (a state file's pass builds others from its watermark)
@@ -220,7 +222,7 @@ class Outlining:
             self._chars += sum(weight(m) for m in messages[self._len :])
         self._len = len(messages)
         if self._chars > self.threshold and len(messages) >= 2:
-            ctx.messages = StreamedContext(messages, helper=self.helper)
+            ctx.messages = StreamedContext(messages, helper=self.helper, cuts=self.cuts)
             self._list, self._chars = None, 0
 
     _len = 0

@@ -65,8 +65,11 @@ class StreamedContext(Sequence[Message]):
     in a recent tail of about ``retain`` characters. Indexing reaches only what was kept;
     iterating the whole raises :class:`Unknowable`."""
 
-    def __init__(self, seed: Sequence[Message], retain: int | None = None, helper: bool = False) -> None:
+    def __init__(
+        self, seed: Sequence[Message], retain: int | None = None, helper: bool = False, cuts: bool = False
+    ) -> None:
         self.n = 0
+        self.cuts = cuts  # keep what a sliding window's passes read (``counted``, ``clean_cuts``)
         self.head: list[Message] = []
         self.previous: str | None = None  # a ctxfold summary heading the context
         self.body_head: list[Message] = []
@@ -89,12 +92,13 @@ class StreamedContext(Sequence[Message]):
     def append(self, m: Message) -> None:
         i = self.n
         self.n += 1
-        self.names.append((m.role, m.id))
-        for p in m.parts:
-            if isinstance(p, ToolCallPart):
-                self.first_call.setdefault(p.id, i)
-            elif isinstance(p, ToolResultPart):
-                self.last_answer[p.call_id] = i
+        if self.cuts:
+            self.names.append((m.role, m.id))
+            for p in m.parts:
+                if isinstance(p, ToolCallPart):
+                    self.first_call.setdefault(p.id, i)
+                elif isinstance(p, ToolResultPart):
+                    self.last_answer[p.call_id] = i
         if i < HEAD:
             self.head.append(m)
         if i == 0:
@@ -118,8 +122,10 @@ class StreamedContext(Sequence[Message]):
     def counted(self, counts: Sequence[MessageCount]) -> None:
         """The read's count of each message (the estimate replays the same context): kept as
         ``sizes`` when the messages are those, in that order, else left unknown."""
-        if len(counts) == self.n and all(
-            (c.role, c.id) == name for c, name in zip(counts, self.names, strict=True)
+        if (
+            self.cuts
+            and len(counts) == self.n
+            and all((c.role, c.id) == name for c, name in zip(counts, self.names, strict=True))
         ):
             self.sizes = [c.total for c in counts]
 
