@@ -49,8 +49,7 @@ def _premasked_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return seen
 
 
-@pytest.mark.parametrize("keep", [0, 3])
-@pytest.mark.parametrize("strategy", ["mask-observations", "mask-observations+summary"])
+@pytest.mark.parametrize(("strategy", "keep"), [("mask-observations", 0), ("mask-observations+summary", 3)])
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_masking_as_it_reads_writes_what_masking_the_whole_context_writes(
     path: Path, strategy: str, keep: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -367,7 +367,7 @@ def test_the_code_points_tiktoken_classes_otherwise_are_all_listed() -> None:
         assert python.count(text) == want  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("context", ["{c}", "é{c}🙂x", "🙂→🙂{c}", "{c}" + "🙂" * 3])
+@pytest.mark.parametrize("context", ["é🙂→🙂{c}", "{c}" + "🙂" * 3])
 def test_the_check_for_newer_code_points_finds_exactly_the_listed_ones(context: str) -> None:
     """The check runs one fast class (the listed BMP ranges and the whole astral plane) and
     looks astral hits up in the list: emoji before or after must not hide a listed code point
