@@ -69,9 +69,8 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     outline = read.outline
     if outline is not None and read.state is None:  # a first pass: the context built as it read
         ctx = outline.context
-        kept_as_read = isinstance(
-            ctx.messages, (StreamedContext, Premasked)
-        )  # not copied: what they are matters
+        # a streamed or premasked context is handed on as it is: what it is tells the strategy
+        kept_as_read = isinstance(ctx.messages, (StreamedContext, Premasked))
         messages = ctx.messages if kept_as_read else list(ctx.messages)
         return Resumed(None, ctx, messages, False, None)
     state, start, digest = read.state, 0, None

@@ -11,7 +11,7 @@ to the full summary.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
@@ -24,15 +24,24 @@ MIN_TAIL = 3
 MAX_PASSES = 3
 
 
-def safe_split(messages: Sequence[Message], candidate: int) -> int | None:
-    """The nearest clean boundary: walk back from ``candidate``, then forward. None if there is none."""
+def safe_split(n: int, candidate: int, clean: Callable[[int], bool]) -> int | None:
+    """The nearest clean boundary of ``n`` messages: walk back from ``candidate``, then forward.
+    None if there is none."""
     for i in range(candidate, 0, -1):
-        if clean_cut(messages, i):
+        if clean(i):
             return i
-    for i in range(candidate + 1, len(messages)):
-        if clean_cut(messages, i):
+    for i in range(candidate + 1, n):
+        if clean(i):
             return i
     return None
+
+
+# What the passes read of the context: how many messages, whether a cut at ``i`` is clean,
+# whether the tail from ``i`` alone is over the threshold, and the pass that keeps the tail
+# from ``i`` (its output, None when the result is still due)
+_View = tuple[
+    int, Callable[[int], bool], Callable[[int], bool], Callable[[int, int, list[str]], StrategyOutput | None]
+]
 
 
 class SlidingWindowStrategy:
@@ -41,36 +50,50 @@ class SlidingWindowStrategy:
 
     def apply(self, inp: StrategyInput) -> StrategyOutput:
         if isinstance(inp.messages, StreamedContext):
-            return _streamed(inp, inp.messages)
-        messages = list(inp.messages)
-        n = len(messages)
+            whole, (n, clean, over, keep_tail) = inp, _streamed(inp, inp.messages)
+        else:
+            messages = list(inp.messages)
+            whole, (n, clean, over, keep_tail) = replace_messages(inp, messages), _listed(inp, messages)
         tail = max(MIN_TAIL, math.ceil(n * TAIL_RATIO))
         notes: list[str] = []
         for attempt in range(1, MAX_PASSES + 1):
-            cut = safe_split(messages, max(1, n - tail))
+            cut = safe_split(n, max(1, n - tail), clean)
             if cut is None or cut >= n:
                 notes.append("no clean tool-call boundary for a tail: summarizing everything")
                 break
             # a summary before the tail only adds to it (a prediction grows with what is sent):
             # when the tail alone is over the threshold, the pass fails without a summarizer call
-            if not inp.policy.due(inp.predict(messages[cut:])):
-                folded = fold_for(inp, messages[:cut])
-                result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
-                if not inp.policy.due(inp.predict(result)):
-                    return StrategyOutput(
-                        result, folded=cut, summary=folded.summary, passes=attempt, notes=tuple(notes)
-                    )
+            if not over(cut):
+                kept = keep_tail(cut, attempt, notes)
+                if kept is not None:
+                    return kept
             notes.append(f"pass {attempt}: a {n - cut}-message tail is still over the threshold")
             tail = max(1, tail // 2)
         else:
             notes.append("fell back to a summary of everything: no tail fits under the threshold")
-        out = SummaryStrategy().apply(replace_messages(inp, messages))
+        out = SummaryStrategy().apply(whole)
         return StrategyOutput(
             out.messages, out.folded, out.summary, passes=MAX_PASSES + 1, notes=(*notes, *out.notes)
         )
 
 
-def _streamed(inp: StrategyInput, ctx: StreamedContext) -> StrategyOutput:
+def _listed(inp: StrategyInput, messages: list[Message]) -> _View:
+    def keep_tail(cut: int, attempt: int, notes: list[str]) -> StrategyOutput | None:
+        folded = fold_for(inp, messages[:cut])
+        result = [folded.messages[0], *messages[cut:]]  # the tail continues; no continuation note
+        if inp.policy.due(inp.predict(result)):
+            return None
+        return StrategyOutput(result, folded=cut, summary=folded.summary, passes=attempt, notes=tuple(notes))
+
+    return (
+        len(messages),
+        lambda i: clean_cut(messages, i),
+        lambda cut: inp.policy.due(inp.predict(messages[cut:])),
+        keep_tail,
+    )
+
+
+def _streamed(inp: StrategyInput, ctx: StreamedContext) -> _View:
     """The passes on a context that streamed by, from the read's count of each message and
     where calls are answered: when no tail fits, the summary of everything streams as the
     summary strategy's does; a tail that fits needs the messages, which were not kept
@@ -79,27 +102,11 @@ def _streamed(inp: StrategyInput, ctx: StreamedContext) -> StrategyOutput:
     if sizes is None or predict is None:
         raise Unknowable("the streamed messages' counts are not known")
     n = len(ctx)
-    clean = ctx.clean_cuts()
     after = [0] * (n + 1)  # tokens of the messages from i on
     for i in range(n - 1, -1, -1):
         after[i] = after[i + 1] + sizes[i]
-    tail = max(MIN_TAIL, math.ceil(n * TAIL_RATIO))
-    notes: list[str] = []
-    for attempt in range(1, MAX_PASSES + 1):
-        candidate = max(1, n - tail)
-        cut = next((i for i in range(candidate, 0, -1) if clean[i]), None)
-        if cut is None:
-            cut = next((i for i in range(candidate + 1, n) if clean[i]), None)
-        if cut is None or cut >= n:
-            notes.append("no clean tool-call boundary for a tail: summarizing everything")
-            break
-        if not inp.policy.due(predict(after[cut])):
-            raise Unknowable(f"a {n - cut}-message tail fits: its messages were not kept")
-        notes.append(f"pass {attempt}: a {n - cut}-message tail is still over the threshold")
-        tail = max(1, tail // 2)
-    else:
-        notes.append("fell back to a summary of everything: no tail fits under the threshold")
-    out = SummaryStrategy().apply(inp)
-    return StrategyOutput(
-        out.messages, out.folded, out.summary, passes=MAX_PASSES + 1, notes=(*notes, *out.notes)
-    )
+
+    def keep_tail(cut: int, attempt: int, notes: list[str]) -> StrategyOutput | None:
+        raise Unknowable(f"a {n - cut}-message tail fits: its messages were not kept")
+
+    return n, ctx.clean_cuts().__getitem__, lambda cut: inp.policy.due(predict(after[cut])), keep_tail

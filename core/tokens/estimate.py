@@ -134,8 +134,9 @@ def estimate_entries(
     only assumed when it names none. ``window`` and ``tokenizer`` come from the argument, else
     ``CTXFOLD_WINDOW``/``CTXFOLD_TOKENIZER``, else ``[defaults]``, and override the model's own.
     ``size`` (the bytes of log behind ``entries``, 0 if unknown) picks the counting engine and
-    helpers that suit it, ``read`` how many of them have been read so far. ``on_counter`` is told the counter the log is counted with, before
-    any entry after the first few is read (``compact`` masks with it as it reads).
+    helpers that suit it, ``read`` how many of them have been read so far. ``on_counter`` is
+    told the counter the log is counted with before any entry after the first few is read
+    (``compact`` masks with it as it reads).
     """
     spec = Spec(model, tokenizer, window, config or Config())
     head, start = begin(iter(entries), source_format, spec)
