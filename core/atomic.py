@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -59,6 +58,8 @@ def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
 
 def _temp_beside(path: Path) -> tuple[int, str]:
     """A new temp file in ``path``'s folder (made if need be): a rename or link from it is atomic."""
+    import tempfile  # here: a run that writes nothing never loads it (nor shutil, bz2, lzma)
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

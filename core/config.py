@@ -22,11 +22,6 @@ from ctxfold.names import did_you_mean
 from ctxfold.paths import config_dir
 from ctxfold.prices import PRICE_KEYS, PriceList, price_list
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 FILE_NAME = "ctxfold.toml"
 ENV_VAR = "CTXFOLD_CONFIG"
 SECTIONS = ("defaults", "compact", "models", "prices")
@@ -106,6 +101,11 @@ def load_config(path: Path | None = None) -> Config:
 
 
 def _parse(path: Path) -> Config:
+    # imported here: a run with no configuration file (the statusline's, most often) skips it
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as err:

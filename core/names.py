@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
 
 def did_you_mean(name: str, choices: Sequence[str]) -> str:
     """A suffix for an "unknown X" message: the closest known name, then the list of names."""
+    import difflib  # here: only a typo pays for it
+
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{hint} (known: {', '.join(choices)})"

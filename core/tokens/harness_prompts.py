@@ -20,9 +20,9 @@ gateway) the prompt without tool search, where every tool's schema is sent up fr
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -130,7 +130,8 @@ def table(harness: str) -> dict[str, Any] | None:
     """The shipped table of ``harness``, or None when ctxfold has none."""
     if harness not in TABLES:
         return None
-    data = importlib.resources.files("ctxfold").joinpath(f"tokens/harnesses/{harness}.json").read_bytes()
+    # beside this module, read directly: importlib.resources would import tempfile and zipfile
+    data = (Path(__file__).parent / "harnesses" / f"{harness}.json").read_bytes()
     loaded: dict[str, Any] = orjson.loads(data)
     return loaded
 

@@ -13,7 +13,6 @@ the warning says so (a model through a router, a long-context option the table d
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,6 +170,8 @@ def resolve(
 
 def _close(name: str | None) -> str:
     """ " (did you mean 'claude-sonnet-4'?)" for a name one typo away from a known family."""
+    import difflib  # here: only an unknown name pays for it
+
     close = difflib.get_close_matches(model_key(name or ""), list(_BY_FAMILY), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # concurrent.futures (and logging) load only where a helper starts
+    from concurrent.futures import Executor
 
 MIN_BYTES = 16_000_000  # inputs smaller than this are counted in-process
 # A quicktok helper thread's first batch imports numpy (quicktok returns arrays): about what
@@ -62,6 +64,24 @@ def _count(name: str, texts: Sequence[str]) -> list[int]:
     return get_tokenizer(name).count_batch(texts)
 
 
+class Pending(Protocol):
+    """The counts of a batch handed over: a helper's future, or counts at hand."""
+
+    def result(self) -> list[int]: ...
+
+
+class Counted:
+    """Counts made in-process, shaped like a future (no thread pool imported for them)."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self, counts: list[int]) -> None:
+        self._counts = counts
+
+    def result(self) -> list[int]:
+        return self._counts
+
+
 class Counting:
     """Submit a batch's texts, get a future of their counts: for an input of ``size`` bytes (0:
     unknown), with the engine and the helpers (``workers_for``) that suit its size; None: the
@@ -76,7 +96,7 @@ class Counting:
             plan(size)
         workers = workers_for(size) if size is not None else 0
         self._pool: Executor | None = None
-        self._submit: Callable[[list[str]], Future[list[int]]] | None = None
+        self._submit: Callable[[list[str]], Pending] | None = None
         self._inline = 0  # characters counted here while a helper thread waits to be worth it
         self._handed = True  # batches go to the helpers (once a thread is worth its start)
         self.in_flight = 1
@@ -103,16 +123,14 @@ class Counting:
             return
         self._pool = pool
 
-    def submit(self, texts: Sequence[str]) -> Future[list[int]]:
+    def submit(self, texts: Sequence[str]) -> Pending:
         if self._submit is not None and not self._handed:
             self._handed = self._worth_a_thread()
         if self._submit is not None and self._handed:
             return self._submit(list(texts))
         if self._submit is not None:
             self._inline += sum(map(len, texts))
-        done: Future[list[int]] = Future()
-        done.set_result(self._tokenizer.count_batch(texts))
-        return done
+        return Counted(self._tokenizer.count_batch(texts))
 
     def _worth_a_thread(self) -> bool:
         if self._inline < THREAD_FIRST:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gc
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
@@ -25,7 +24,7 @@ from typing import Any
 
 from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
 from ctxfold.tokens.harness_prompts import LogFacts
-from ctxfold.tokens.parallel import Counting
+from ctxfold.tokens.parallel import Counting, Pending
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -168,7 +167,7 @@ class SessionCounter:
         held for the message after it): the count cache snapshots the state in between.
         """
         counting = Counting(self.counter.tokenizer, size, read)
-        inflight: deque[tuple[list[Entry], Batch, Future[list[int]]]] = deque()
+        inflight: deque[tuple[list[Entry], Batch, Pending]] = deque()
         buf: list[Entry] = []
         pending: list[Message] = []
         chars = 0
@@ -213,7 +212,7 @@ class SessionCounter:
         sc._held_summary = snap["held_summary"]
         return sc
 
-    def _settle(self, item: tuple[list[Entry], Batch, Future[list[int]]]) -> None:
+    def _settle(self, item: tuple[list[Entry], Batch, Pending]) -> None:
         buf, batch, future = item
         self._apply(buf, Counter.finish(batch, future.result()))
 
