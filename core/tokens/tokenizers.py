@@ -35,9 +35,11 @@ LIGHT_INPUT = 256 * 1024
 # 2.71/2.54; Codex 20 MB 0.85/0.98, 32 MB 1.03/1.10, 50 MB 1.38/1.26, 200 MB 4.12/2.55.
 QUICK_INPUT = 40_000_000
 # A folder's files are counted in worker processes at once (the engine loaded before the fork),
-# where counting three to four times faster pays the load back sooner: 300 logs of 38 MB in all
-# took 1.33-1.41 s with tiktoken, 1.21 s with quicktok.
-QUICK_FOLDER = 16_000_000
+# where counting three to four times faster pays the load back sooner. `report --brief` of
+# folders of small logs, tiktoken against quicktok pinned (three runs each, alternating): 300 logs
+# of 28 MB in all 1.20-1.32/1.29-1.45 s, 450 of 45 MB 1.71-1.95/1.53-1.60, 700 of 71 MB
+# 2.41-2.50/2.07-2.19, 2,000 of 186 MB 5.53-5.95/4.11-4.44: the two cross near 32 MB.
+QUICK_FOLDER = 32_000_000
 
 
 class Tokenizer(Protocol):
