@@ -374,6 +374,27 @@ def test_a_write_sweeps_the_folder_only_when_no_process_did_lately(
     assert time.time() - (store.folder / countstore.SWEPT).stat().st_mtime < recent
 
 
+def test_checks_of_a_prefix_in_threads_switch_quickly_then_put_the_interval_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import zlib
+
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(os.urandom(3 << 20))  # over PrefixCheck.INLINE: checked in a thread
+    release = threading.Event()
+    check = countstore.PrefixCheck._check
+    monkeypatch.setattr(countstore.PrefixCheck, "_check", lambda self: (release.wait(10), check(self)))
+    before = sys.getswitchinterval()
+    checks = [countstore.PrefixCheck(str(path), size) for size in (2 << 20, 3 << 20)]  # at once
+    assert sys.getswitchinterval() == min(before, countstore.SWITCH_INTERVAL)
+    release.set()
+    digests = [c.result().hexdigest() for c in checks]
+    assert sys.getswitchinterval() == before
+    data = path.read_bytes()
+    assert digests == [f"{zlib.crc32(data[:n]):08x}" for n in (2 << 20, 3 << 20)]
+
+
 def _cli(args: list[str], cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any, Any]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
     result = runner.invoke(app, args)

@@ -26,6 +26,7 @@ import io
 import json
 import os
 import pickle
+import sys
 import threading
 import time
 import zlib
@@ -350,11 +351,18 @@ class PrefixCheck(threading.Thread):
         self.hasher = PrefixHash()
         self.inline = offset <= self.INLINE
         if self.inline:
-            self.run()
+            self._check()
         else:
+            _switch_quickly(True)
             self.start()
 
     def run(self) -> None:
+        try:
+            self._check()
+        finally:
+            _switch_quickly(False)
+
+    def _check(self) -> None:
         # large reads into one buffer: the thread takes the GIL back after each read and each
         # checksum, and waits up to the switch interval for it while the main thread unpickles.
         # Not larger than an eighth of the prefix, though: each page of a new buffer is a page
@@ -377,3 +385,26 @@ class PrefixCheck(threading.Thread):
         if not self.inline:
             self.join()
         return self.hasher
+
+
+# While a prefix is checked beside the unpickling, the checking thread wants the GIL back after
+# each read and each checksum, and waits up to the switch interval each time (5 ms by default):
+# at SWITCH_INTERVAL, a 200 MB Codex session unchanged resumes in 0.14 s instead of 0.17.
+SWITCH_INTERVAL = 0.0005
+_switching = threading.Lock()
+_checks = 0  # checks running; the first sets the interval, the last puts the saved one back
+_saved_interval = 0.0
+
+
+def _switch_quickly(on: bool) -> None:
+    global _checks, _saved_interval
+    with _switching:
+        if on:
+            if _checks == 0:
+                _saved_interval = sys.getswitchinterval()
+                sys.setswitchinterval(min(_saved_interval, SWITCH_INTERVAL))
+            _checks += 1
+        else:
+            _checks -= 1
+            if _checks == 0:
+                sys.setswitchinterval(_saved_interval)
