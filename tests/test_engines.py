@@ -177,6 +177,37 @@ def test_every_engine_agrees_on_any_text(texts: list[str]) -> None:
         assert engines["python"].count(text) == want  # type: ignore[attr-defined]
 
 
+_ASCII_SAMPLE = "aZ1 \n\r\t\x0b\x0c\x1c'sLl/!_\x00~"  # a member of each class and each quirk
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_the_ascii_pattern_splits_every_ascii_text_as_the_full_one(encoding: str) -> None:
+    """The Python engine splits ASCII text with stdlib ``re`` (no `regex` to import): every
+    text of one or two ASCII characters, and of up to four from a sample of each kind, is cut
+    into the same pieces as by the full pattern."""
+    import itertools
+
+    import regex
+
+    fast = ranktable.ascii_pattern(encoding)
+    if fast is None:
+        pytest.skip("this Python's re has no possessive quantifiers: the full pattern is used")
+    full = regex.compile(encodings.pattern(encoding))
+    chars = [chr(i) for i in range(128)]
+    texts = [*chars, *map("".join, itertools.product(chars, repeat=2))]
+    for n in (3, 4):
+        texts += map("".join, itertools.product(_ASCII_SAMPLE, repeat=n))
+    assert [t for t in texts if fast.findall(t) != full.findall(t)] == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(_ASCII_SAMPLE + 'bcdXY09.,-()"{} '), max_size=120))
+def test_the_python_engine_counts_ascii_text_as_tiktoken(text: str) -> None:
+    for encoding in ENCODINGS:
+        want = len(_reference(encoding).encode_ordinary(text))  # type: ignore[attr-defined]
+        assert _cached_engines(encoding)["python"].count(text) == want  # type: ignore[attr-defined]
+
+
 _ENGINES: dict[str, dict[str, object]] = {}
 
 

@@ -3,8 +3,9 @@
 Loading a native BPE engine costs a third of a second (its tables are built in memory at
 start), more than a small session takes to read and count. The same ranks, written once to the
 user's cache folder as an open-addressing hash table and memory-mapped, cost nothing to open;
-Python then splits the text with the encoding's own pattern and merges byte pairs by rank as
-tiktoken does, which is exact but slow (about 1 M characters a second), so the tokenizer counts
+Python then splits the text with the encoding's own pattern (text that is all ASCII, most of a
+session's lines, with the same pattern cut to ASCII in stdlib ``re``: the ``regex`` module and
+its compile cost a statusline 10-25 ms) and merges byte pairs by rank as tiktoken does, which is exact but slow (about 1 M characters a second), so the tokenizer counts
 small inputs here and hands large ones, and any piece too long for a quadratic merge, to the
 native engine (``tokenizers.BpeTokenizer``).
 
@@ -18,6 +19,7 @@ statusline opens the table on every run it counts a new line).
 from __future__ import annotations
 
 import mmap
+import re
 import sys
 import zlib
 from collections.abc import Sequence
@@ -69,10 +71,13 @@ class RankTable:
     """Exact BPE counts for ``name`` from the memory-mapped table (built on first use)."""
 
     def __init__(self, name: str, path: Path | None = None) -> None:
-        import regex
+        import importlib.util
 
+        if importlib.util.find_spec("regex") is None:  # the pattern's \p{...} classes need it
+            raise ImportError("the regex module is not installed")
         self.name = name
-        self._pattern = regex.compile(pattern(name))
+        self._pattern: Any = None  # compiled on the first text that is not all ASCII
+        self._ascii = ascii_pattern(name)
         self._path = path or table_path(name)
         self._mm = self._open()
         view = memoryview(self._mm)
@@ -106,12 +111,21 @@ class RankTable:
                     return int(packed & ((1 << _RANK_BITS) - 1))
             i = (i + 1) & mask
 
+    def _pieces(self, text: str) -> list[str]:
+        if self._ascii is not None and text.isascii():
+            return self._ascii.findall(text)
+        if self._pattern is None:
+            import regex  # 10-25 ms with the compile: a statusline's new line is mostly ASCII
+
+            self._pattern = regex.compile(pattern(self.name))
+        return self._pattern.findall(valid_text(text))
+
     def count(self, text: str) -> int:
         if newer_than_tiktoken(text):  # the `regex` module's tables are newer than tiktoken's
             return reference_count(self.name, text)
         rank = self.rank
         n = 0
-        for piece in self._pattern.findall(valid_text(text)):
+        for piece in self._pieces(text):
             data = piece.encode("utf-8")
             if rank(data) is not None:
                 n += 1
@@ -123,6 +137,34 @@ class RankTable:
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
+
+
+# What each Unicode class of the encodings' patterns holds among ASCII characters.
+_ASCII_MEMBERS = {"L": "A-Za-z", "Lu": "A-Z", "Ll": "a-z", "Lt": "", "Lm": "", "Lo": "", "M": "", "N": "0-9"}
+_CLASS = re.compile(r"\\p\{(\w+)\}|\\.|\[|\]|[^\\\[\]]+")
+
+
+def ascii_pattern(name: str) -> re.Pattern[str] | None:
+    """The pattern of ``name`` for text that is all ASCII, in stdlib ``re`` (no `regex` to
+    import): each ``\\p{...}`` becomes its ASCII members, and ``re.ASCII``'s ``\\s`` is the
+    Unicode ``\\s`` among them (tab to carriage return, and space). None where ``re`` cannot
+    run it (possessive quantifiers before Python 3.11). tests/test_engines.py checks that it
+    splits every ASCII text as the full pattern does."""
+    out, depth = [], 0
+    for m in _CLASS.finditer(pattern(name)):
+        token = m.group(0)
+        if m.group(1) is not None:
+            members = _ASCII_MEMBERS[m.group(1)]
+            token = members if depth else f"[{members}]"
+        elif token == "[":
+            depth += 1
+        elif token == "]":
+            depth -= 1
+        out.append(token)
+    try:
+        return re.compile("".join(out), re.ASCII)
+    except re.error:
+        return None
 
 
 def _merged(piece: bytes, rank: Any) -> int:
