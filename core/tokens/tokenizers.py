@@ -36,9 +36,9 @@ LIGHT_INPUT = 256 * 1024
 QUICK_INPUT = 40_000_000
 # A folder's files are counted in worker processes at once (the engine loaded before the fork),
 # where counting three to four times faster pays the load back sooner. `report --brief` of
-# folders of small logs, tiktoken against quicktok pinned (three runs each, alternating): 300 logs
-# of 28 MB in all 1.20-1.32/1.29-1.45 s, 450 of 45 MB 1.71-1.95/1.53-1.60, 700 of 71 MB
-# 2.41-2.50/2.07-2.19, 2,000 of 186 MB 5.53-5.95/4.11-4.44: the two cross near 32 MB.
+# folders of small logs, tiktoken against quicktok pinned (alternating, 3 runs each, 2 for the
+# 2,000): 300 logs of 28 MB in all 1.20-1.32/1.29-1.45 s, 450 of 45 MB 1.71-1.95/1.53-1.60, 700
+# of 71 MB 2.41-2.50/2.07-2.19, 2,000 of 186 MB 5.53-5.95/4.11-4.44: they cross near 32 MB.
 QUICK_FOLDER = 32_000_000
 
 
