@@ -3,11 +3,12 @@
 Loading a native BPE engine costs a third of a second (its tables are built in memory at
 start), more than a small session takes to read and count. The same ranks, written once to the
 user's cache folder as an open-addressing hash table and memory-mapped, cost nothing to open;
-Python then splits the text with the encoding's own pattern (text that is all ASCII, most of a
-session's lines, with the same pattern cut to ASCII in stdlib ``re``: the ``regex`` module and
-its compile cost a statusline 10-25 ms) and merges byte pairs by rank as tiktoken does, which is exact but slow (about 1 M characters a second), so the tokenizer counts
+Python then splits the text with the encoding's own pattern and merges byte pairs by rank as
+tiktoken does, which is exact but slow (about 1 M characters a second), so the tokenizer counts
 small inputs here and hands large ones, and any piece too long for a quadratic merge, to the
-native engine (``tokenizers.BpeTokenizer``).
+native engine (``tokenizers.BpeTokenizer``). Text that is all ASCII (most of a session's lines)
+is split by the same pattern cut to ASCII, in stdlib ``re``: importing and compiling it in the
+``regex`` module would cost a statusline 15-25 ms.
 
 The table is built from the hash-checked ranks of ``encodings.read_ranks`` and carries a CRC-32
 of its own body, checked when it is opened: a damaged file (cut short, a flipped bit) is
@@ -115,7 +116,7 @@ class RankTable:
         if self._ascii is not None and text.isascii():
             return self._ascii.findall(text)
         if self._pattern is None:
-            import regex  # 10-25 ms with the compile: a statusline's new line is mostly ASCII
+            import regex  # 15-25 ms with the compile: a statusline's new line is mostly ASCII
 
             self._pattern = regex.compile(pattern(self.name))
         return self._pattern.findall(valid_text(text))
