@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxfold.compaction.guard import ContextGuard
 from ctxfold.engine.calibration import (
@@ -14,6 +16,7 @@ from ctxfold.engine.calibration import (
     Prior,
     SeedCalibrator,
     make_calibrator,
+    median,
     slope,
     split_first,
 )
@@ -84,6 +87,19 @@ def test_growth_calibrator() -> None:
     cal.reset()  # what the segment taught survives as the prior, not as a stale factor
     assert cal.prior.ratio == 1.5 and cal.prior.overhead == 22_000 - 1_500
     assert cal.predict(2_000).tokens == 20_500 + 3_000
+
+
+@given(st.lists(st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6)), min_size=1))
+def test_median_is_the_one_statistics_gives(values: list[float]) -> None:
+    import statistics
+
+    assert median(values) == statistics.median(values)
+    assert median(iter(values)) == statistics.median(values)  # a generator, as profile.py gives it
+
+
+def test_median_of_nothing_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        median([])
 
 
 def test_unknown_calibration_suggests() -> None:
@@ -206,6 +222,17 @@ def test_profile_learns_per_source_and_leaves_one_out(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text("not json")
     corrupt = Profiles(tmp_path / "p.json")  # a cache gone bad is ignored, with a warning
     assert corrupt.profiles == {} and "profile reset" in corrupt.warnings[0]
+
+
+def test_the_keys_a_profile_keeps_are_those_earlier_versions_wrote() -> None:
+    """A learned profile outlives upgrades: its keys are the sha256 they always were, whichever
+    module computes it."""
+    import hashlib
+
+    from ctxfold.engine.profile import project_key, session_key
+
+    assert project_key("/home/me/app") == hashlib.sha256(b"/home/me/app").hexdigest()[:16]
+    assert session_key("x", "2f1c") == hashlib.sha256(b"2f1c").hexdigest()[:16]
 
 
 def test_sessions_of_the_same_project_come_first(tmp_path: Path) -> None:

@@ -57,6 +57,22 @@ def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path, uma
         assert target.read_bytes() == b"new" and mode(target) == bits
 
 
+def test_a_temp_file_is_new_and_private(tmp_path: Path, umask: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``new_temp`` (``tempfile.mkstemp`` without its import) never opens a name that is
+    there: a file, or a link (which it would follow elsewhere)."""
+    from ctxfold import atomic
+
+    draws = iter([b"\x01" * 6, b"\x02" * 6, b"\x03" * 6])
+    monkeypatch.setattr(atomic.os, "urandom", lambda n: next(draws))
+    taken = tmp_path / f".x.{'01' * 6}.tmp"
+    taken.write_bytes(b"someone's")
+    os.symlink(tmp_path / "elsewhere", tmp_path / f".x.{'02' * 6}.tmp")
+    fd, name = atomic.new_temp(tmp_path, prefix=".x.", suffix=".tmp")
+    os.close(fd)
+    assert name == str(tmp_path / f".x.{'03' * 6}.tmp") and mode(Path(name)) == 0o600
+    assert taken.read_bytes() == b"someone's" and not (tmp_path / "elsewhere").exists()
+
+
 def test_compact_outputs_and_profile_are_readable_like_any_file(tmp_path: Path, umask: None) -> None:
     out = tmp_path / "out"
     result = runner.invoke(

@@ -363,6 +363,6 @@ def session_key(path: str, session_id: str | None, agent: str | None = None) -> 
 
 
 def _digest(text: str) -> str:
-    import hashlib  # here: OpenSSL's load is paid only when a profile is kept
+    from ctxfold.hashes import sha256
 
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return str(sha256(text.encode()).hexdigest()[:16])

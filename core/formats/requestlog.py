@@ -5,10 +5,11 @@ reset when a request does not extend the previous one."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from hashlib import blake2b
 from typing import Any
 
 import orjson
+
+from ctxfold.hashes import blake2b
 
 
 def _key(message: Any) -> bytes:

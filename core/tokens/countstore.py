@@ -2,7 +2,7 @@
 cache folder (``~/.cache/ctxfold/counts``, or under ``$XDG_CACHE_HOME``).
 
 An entry is a text header (what it was made from: the settings, the byte offset it stopped at,
-the CRC-32 of the bytes before it, the SHA-256 of the state) and the state, pickled; then, for a
+the CRC-32 of the bytes before it, the CRC-32 of the state) and the state, pickled; then, for a
 file of up to ``ANSWER_MAX`` bytes, the result of the file as it was read (its size, the CRC-32
 of all its bytes, the result pickled): a file unchanged since is answered from it without
 reading on (a folder of old sessions reported again). It is a cache, so it
@@ -21,7 +21,6 @@ entry was made from (``PrefixCheck``, in a thread).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -34,6 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ctxfold.atomic import new_temp
+from ctxfold.hashes import digest
 from ctxfold.paths import cache_dir
 from ctxfold.tokens.session import Replay, collector_paused
 
@@ -42,7 +43,8 @@ CHUNK = 8 << 20  # bytes read at a time to check a prefix (few: each read gives 
 TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
 MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again, afresh
 SLICE = 4096  # requests or messages per pickled chunk
-VERSION = 3  # 3: the file's result may follow the state; 2: the prefix checked by CRC-32 (1: SHA-256)
+VERSION = 4  # 4: the state and result checked by CRC-32; 3: the file's result may follow the state;
+# 2: the prefix checked by CRC-32 (1: SHA-256)
 # the largest file whose result is kept beside its state: past it, unpickling the result costs
 # what restoring the state and finishing does (0.06 s for a 200 MB session), and pickling it
 # would be paid again by every run after the session grew
@@ -102,8 +104,7 @@ class CountStore:
         self.folder = folder or cache_dir() / "counts"
 
     def path_for(self, key: dict[str, Any]) -> Path:
-        digest = hashlib.sha256(_canonical(key)).hexdigest()[:40]
-        return self.folder / f"{digest}{SUFFIX}"
+        return self.folder / f"{digest(_canonical(key))}{SUFFIX}"
 
     def load(self, key: dict[str, Any], notes: list[str]) -> Entry | None:
         """The entry for ``key``, or None (none, another version's, or not trusted: then a
@@ -141,10 +142,10 @@ class CountStore:
                 notes.append(damaged)
                 return None
             payload, answer = payload[:-n], payload[-n:]
-            if hashlib.sha256(answer).hexdigest() != meta.get("sha256"):
+            if zlib.crc32(answer) != meta.get("check"):
                 notes.append(damaged)
                 return None
-        if hashlib.sha256(payload).hexdigest() != header.get("payload_sha256"):
+        if zlib.crc32(payload) != header.get("payload_crc32"):
             notes.append(damaged)
             return None
         with contextlib.suppress(OSError):
@@ -175,19 +176,17 @@ class CountStore:
         if len(payload) + (len(answer[1]) if answer else 0) > MAX_BYTES // 4:
             return
         head = {"version": VERSION, "key": json.loads(_canonical(key)), **header}
-        head["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+        head["payload_crc32"] = zlib.crc32(payload)
         if answer is not None:
             head["answer"] = {
                 **answer[0],
                 "bytes": len(answer[1]),
-                "sha256": hashlib.sha256(answer[1]).hexdigest(),
+                "check": zlib.crc32(answer[1]),
             }
         path = self.path_for(key)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            import tempfile  # here: a run that reuses its entry writes nothing
-
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
+            fd, tmp = new_temp(self.folder, prefix=".tmp-", suffix=SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n")

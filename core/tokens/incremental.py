@@ -27,7 +27,6 @@ lines (Gemini CLI's saved chats), or stdin.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import pickle
@@ -42,6 +41,7 @@ from ctxfold.formats.base import Line
 from ctxfold.formats.jsonl import _lines, open_binary
 from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines
 from ctxfold.formats.registry import detect
+from ctxfold.hashes import code_stamp
 from ctxfold.settings import setting
 from ctxfold.tokens.countstore import (
     ANSWER_MAX,
@@ -182,24 +182,6 @@ def cache_key(path: str, spec: Spec, fmt: str | None, skip_invalid: bool) -> dic
         "models": spec.config.models,
         "code": code_stamp(),
     }
-
-
-_STAMP: list[str] = []
-
-
-def code_stamp() -> str:
-    """ctxfold's own files (names, sizes, times): a cache written by other code is not reused."""
-    if not _STAMP:
-        root = Path(__file__).resolve().parent.parent
-        h = hashlib.sha256()
-        for folder, dirs, files in sorted(os.walk(root)):
-            dirs.sort()
-            for name in sorted(files):
-                if name.endswith((".py", ".json")):
-                    st = os.stat(os.path.join(folder, name))
-                    h.update(f"{folder[len(str(root)) :]}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        _STAMP.append(h.hexdigest())
-    return _STAMP[0]
 
 
 def _extended(hasher: PrefixHash, data: bytes) -> PrefixHash:
