@@ -26,7 +26,10 @@ import os
 import select
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: this module must start fast
+if TYPE_CHECKING:
+    from typing import Any
 
 STDIN_LIMIT = 1 << 20  # Claude Code's status JSON is a few hundred bytes
 STDIN_WAIT = 1.0  # seconds: some versions leave stdin open after writing the JSON
@@ -53,8 +56,10 @@ def main() -> int:
 
 
 def _read_stdin() -> bytes:
-    """stdin up to EOF, or as soon as it holds a whole JSON document, or after ``STDIN_WAIT``."""
-    import orjson
+    """stdin up to EOF, or as soon as it holds a whole JSON document, or after ``STDIN_WAIT``.
+    Read with the standard ``json``: a call answered with the line it kept needs no more JSON
+    than this and that line, and ``orjson``'s import (dataclasses, uuid, datetime) is 15 ms."""
+    import json
 
     fd = sys.stdin.fileno()
     buf = b""
@@ -68,20 +73,20 @@ def _read_stdin() -> bytes:
             break
         buf += chunk
         try:
-            orjson.loads(buf)
+            json.loads(buf)
             break
-        except orjson.JSONDecodeError:
+        except ValueError:  # not yet a whole document (or not UTF-8: then read to the end)
             continue
     return buf
 
 
 def status_line(raw: bytes, *, color: bool = False) -> str:
     """The line for Claude Code's status JSON ``raw``."""
-    import orjson
+    import json
 
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        data = json.loads(raw)
+    except ValueError:  # not JSON, or not UTF-8
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("transcript_path"), str):
         return "ctxfold: no session data on stdin"
@@ -91,12 +96,21 @@ def status_line(raw: bytes, *, color: bool = False) -> str:
     path = os.path.expanduser(data["transcript_path"])
     if not os.path.isfile(path):
         return "ctxfold: no transcript yet" + (f" ({name})" if name else "")
+    from ctxfold.cli.status_memo import inputs, recall, remember
+
+    key = inputs(path, data, color, code=__file__)
+    kept = recall(key)
+    if kept is not None:
+        return kept  # an unchanged session: the line it got (status_memo.py)
     from ctxfold.errors import CtxfoldError
 
     try:
-        return _measure(path, data, color)
+        line = _measure(path, data, color)
     except CtxfoldError as err:
         return f"ctxfold: {_short(str(err))}"
+    if key is not None and inputs(path, data, color, code=__file__) == key:  # nothing moved meanwhile
+        remember(key, line)
+    return line
 
 
 def _measure(path: str, data: dict[str, Any], color: bool) -> str:

@@ -16,7 +16,10 @@ provider SDK. Anything not in ``__all__`` is private.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing's, without importing typing (7 ms of every start, the statusline's)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -81,6 +81,22 @@ def new_temp(folder: str | Path, *, prefix: str, suffix: str) -> tuple[int, str]
             return os.open(name, _TEMP_FLAGS, 0o600), name
         except FileExistsError:  # 48 random bits taken: another name
             continue
+
+
+def write_unsynced(path: Path, chunks: Iterable[bytes], *, prefix: str, suffix: str) -> None:
+    """Write ``chunks`` to ``path`` through a temp file renamed over it, without fsync: for a
+    cache, whose torn entry after a crash fails its own check. Raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = new_temp(path.parent, prefix=prefix, suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _chmod(fd: int, tmp: str, mode: int) -> None:

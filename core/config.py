@@ -19,11 +19,11 @@ from typing import Any
 
 from ctxfold.errors import ConfigError
 from ctxfold.names import did_you_mean
-from ctxfold.paths import config_dir
+from ctxfold.paths import CONFIG_ENV, CONFIG_FILE, config_candidates
 from ctxfold.prices import PRICE_KEYS, PriceList, price_list
 
-FILE_NAME = "ctxfold.toml"
-ENV_VAR = "CTXFOLD_CONFIG"
+FILE_NAME, ENV_VAR = CONFIG_FILE, CONFIG_ENV
+candidates = config_candidates  # where the config file is looked for, in order
 SECTIONS = ("defaults", "compact", "models", "prices")
 MODEL_KEYS = ("window", "max_output", "tokenizer", "provider")
 
@@ -70,13 +70,6 @@ class Config:
     warnings: tuple[str, ...] = ()  # keys the file has and ctxfold ignores, one message each
 
 
-def candidates() -> list[Path]:
-    explicit = os.environ.get(ENV_VAR)
-    if explicit:
-        return [Path(explicit)]
-    return [Path.cwd() / FILE_NAME, config_dir() / FILE_NAME]
-
-
 def load_config(path: Path | None = None) -> Config:
     """The first config file found; ``path`` or ``CTXFOLD_CONFIG`` name one that must exist.
 
@@ -94,7 +87,7 @@ def load_config(path: Path | None = None) -> Config:
             named = f" (named by {ENV_VAR})" if path is None else ""
             raise ConfigError(f"{explicit}: {what}{named}")
         return _parse(explicit)
-    for p in candidates():
+    for p in config_candidates():
         if p.is_file():
             return _parse(p)
     return Config()

@@ -1,4 +1,7 @@
-"""Where ctxfold keeps per-user files: XDG config and cache folders (or their env overrides)."""
+"""Where ctxfold keeps per-user files (XDG config and cache folders, or their env overrides), and
+where the files it reads live: its config file, its learned profile, pi's settings. Here, in a
+module that imports nothing of ctxfold, so that the statusline can tell whether they changed
+before it loads anything that reads them."""
 
 from __future__ import annotations
 
@@ -14,3 +17,37 @@ def config_dir() -> Path:
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ctxfold"
+
+
+CONFIG_FILE = "ctxfold.toml"
+CONFIG_ENV = "CTXFOLD_CONFIG"
+
+
+def config_candidates() -> list[Path]:
+    """Where the config file is looked for, in order: ``CTXFOLD_CONFIG``'s alone, else
+    ``./ctxfold.toml`` then the user's."""
+    explicit = os.environ.get(CONFIG_ENV)
+    if explicit:
+        return [Path(explicit)]
+    return [Path.cwd() / CONFIG_FILE, config_dir() / CONFIG_FILE]
+
+
+def profile_path() -> Path:
+    return cache_dir() / "profile.json"
+
+
+PI_DIR = ".pi"  # pi's folder in the home and in a project
+
+
+def pi_agent_dir(home: Path | None = None) -> Path:
+    """pi's agent folder (settings, models, sessions, extensions)."""
+    configured = os.environ.get("PI_CODING_AGENT_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return (home if home is not None else Path.home()) / PI_DIR / "agent"
+
+
+def pi_settings_files(cwd: str | Path | None, home: Path | None = None) -> list[Path]:
+    """pi's settings files for a session run in ``cwd``: the global one, then the project's."""
+    files = [pi_agent_dir(home) / "settings.json"]
+    return [*files, Path(cwd) / PI_DIR / "settings.json"] if cwd else files

@@ -210,3 +210,111 @@ def test_it_imports_neither_typer_nor_rich(tmp_path: Path) -> None:
     assert not modules & {"logging", "difflib", "tomllib", "importlib.resources"}
     assert not modules & {"_hashlib", "hashlib", "tempfile", "statistics"}
     assert "regex" not in modules  # an ASCII line is split by stdlib re
+
+
+# --------------------------------------------------------------- an unchanged session's line
+
+
+def _measures(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths ``status_line`` measures (not answered with the line it kept)."""
+    from ctxfold.cli import statusline
+
+    seen: list[str] = []
+    measure = statusline._measure
+
+    def counted(path: str, data: dict[str, Any], color: bool) -> str:
+        seen.append(path)
+        return measure(path, data, color)
+
+    monkeypatch.setattr(statusline, "_measure", counted)
+    return seen
+
+
+def _fresh(raw: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The line as a first call makes it (nothing kept, nothing reused)."""
+    from ctxfold.cli.statusline import status_line
+
+    with monkeypatch.context() as m:
+        m.setenv("CTXFOLD_NO_CACHE", "1")
+        return status_line(raw.encode())
+
+
+def test_an_unchanged_session_gets_the_line_it_got(tmp_path: Path) -> None:
+    """A second call on the same bytes loads no counting code, and says the same; a line
+    appended is measured again, as a first call would measure it."""
+    target = tmp_path / "session.jsonl"
+    lines = _session().read_bytes().splitlines(keepends=True)
+    target.write_bytes(b"".join(lines[: len(lines) // 2]))
+
+    def call(*flags: str, **env: str) -> tuple[str, set[str]]:
+        out = subprocess.run(
+            [sys.executable, *flags, "-c", LAUNCH, "statusline"],
+            input=payload(target),
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            check=True,
+        )
+        modules = {ln.rsplit("|", 1)[-1].strip() for ln in out.stderr.splitlines() if "import time:" in ln}
+        return out.stdout, modules
+
+    first, _ = call()
+    again, modules = call("-X", "importtime")
+    assert again == first and "tokens" in again
+    assert "ctxfold.cli.statusline" in modules and "ctxfold.tokens.incremental" not in modules
+    with target.open("ab") as f:
+        f.write(b"".join(lines[len(lines) // 2 :]))
+    grown, modules = call("-X", "importtime")
+    assert "ctxfold.tokens.incremental" in modules
+    assert grown == call(CTXFOLD_NO_CACHE="1")[0] != first
+
+
+def test_the_kept_line_follows_everything_it_is_made_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxfold.cli.statusline import status_line
+
+    target = tmp_path / "session.jsonl"
+    target.write_bytes(_session().read_bytes())
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    measured = _measures(monkeypatch)
+    raw = payload(target, cwd=str(project))
+
+    def check(raw: str, *, again: bool) -> None:
+        before = len(measured)
+        assert status_line(raw.encode()) == _fresh(raw, monkeypatch)
+        assert len(measured) == before + (2 if again else 1)  # and the fresh one's
+
+    check(raw, again=True)
+    check(raw, again=False)  # nothing changed: the line kept
+    monkeypatch.setenv("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")  # the environment
+    check(raw, again=True)
+    check(raw, again=False)
+    kept = status_line(raw.encode())
+    (project / "ctxfold.toml").write_text("[defaults]\nwindow = 150000\n")  # a config file appears
+    check(raw, again=True)
+    assert status_line(raw.encode()) != kept
+    check(raw, again=False)
+    bigger = payload(target, cwd=str(project), context_window={"context_window_size": 1_000_000})
+    check(bigger, again=True)  # the payload's window
+    check(raw, again=True)
+    target.write_bytes(target.read_bytes() + b"\n")  # the transcript (a blank line: no entry)
+    check(raw, again=True)
+    check(raw, again=False)
+
+
+def test_a_rewrite_within_one_tick_of_the_clock_is_told_by_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """File times move by the kernel's tick: two writes of the same size can leave the same stat."""
+    from ctxfold.cli import status_memo
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_bytes(b'{"x": 1}\n' * 20_000)
+    b.write_bytes(b'{"x": 1}\n' * 19_999 + b'{"x": 2}\n')
+    same = os.stat(a)
+    monkeypatch.setattr(status_memo.os, "fstat", lambda fd: same)
+    assert status_memo._fingerprint(str(a)) != status_memo._fingerprint(str(b))
+    assert status_memo._fingerprint(str(a)) == status_memo._fingerprint(str(a))

@@ -32,7 +32,7 @@ from ctxfold.engine.calibration import (
     split_first,
 )
 from ctxfold.errors import ConfigError, OutputError
-from ctxfold.paths import cache_dir
+from ctxfold.paths import profile_path
 from ctxfold.tokens.models import lookup
 from ctxfold.tokens.session import Request
 
@@ -63,10 +63,6 @@ def default_prior(source_format: str, provider: str) -> Prior:
         overhead, ratio, n = BUILTIN[source_format]
         return Prior(overhead, ratio, f"built-in {source_format} prior ({n} real sessions)")
     return Prior(0, PROVIDER_RATIO.get(provider, 1.0), f"{provider} default, no profile yet")
-
-
-def profile_path() -> Path:
-    return cache_dir() / "profile.json"
 
 
 def source_of(source_format: str, agent: str | None = None) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ctxfold.atomic import new_temp
+from ctxfold.atomic import write_unsynced
 from ctxfold.hashes import digest
 from ctxfold.paths import cache_dir
 from ctxfold.tokens.session import Replay, collector_paused
@@ -183,21 +183,10 @@ class CountStore:
                 "bytes": len(answer[1]),
                 "check": zlib.crc32(answer[1]),
             }
-        path = self.path_for(key)
+        first = MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n"
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = new_temp(self.folder, prefix=".tmp-", suffix=SUFFIX)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n")
-                    f.write(payload)
-                    if answer is not None:
-                        f.write(answer[1])
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            chunks = (first, payload, answer[1] if answer is not None else b"")
+            write_unsynced(self.path_for(key), chunks, prefix=".tmp-", suffix=SUFFIX)
         except OSError:
             return
         CountStore.written += len(payload) + (len(answer[1]) if answer else 0)

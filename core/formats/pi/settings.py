@@ -13,22 +13,15 @@ the window less ``compaction.reserveTokens`` (16,384 unless set), unless
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
 
-CONFIG_DIR = ".pi"  # pi's folder in the home and in a project
+from ctxfold.paths import pi_agent_dir, pi_settings_files
 
-
-def agent_dir(home: Path | None = None) -> Path:
-    """pi's agent folder (settings, models, sessions, extensions)."""
-    configured = os.environ.get("PI_CODING_AGENT_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return (home if home is not None else Path.home()) / CONFIG_DIR / "agent"
+agent_dir = pi_agent_dir  # pi's agent folder (settings, models, sessions, extensions)
 
 
 @dataclass(frozen=True)
@@ -43,9 +36,10 @@ class PiCompaction:
 def compaction_settings(cwd: str | Path | None, home: Path | None = None) -> PiCompaction:
     """pi's ``compaction`` settings for a session run in ``cwd`` (the global file alone when
     ``cwd`` is not known)."""
-    merged = _read(agent_dir(home) / "settings.json")
-    if cwd:
-        for key, value in _read(Path(cwd) / CONFIG_DIR / "settings.json").items():
+    first, *project = pi_settings_files(cwd, home)
+    merged = _read(first)
+    for path in project:
+        for key, value in _read(path).items():
             base = merged.get(key)
             merged[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
     section = merged.get("compaction")

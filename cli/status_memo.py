@@ -1,0 +1,123 @@
+"""The statusline's line for an unchanged session: the one it got last time.
+
+Claude Code also runs its status command every ``refreshInterval`` seconds, and at events that
+leave the transcript as it was. Such a call is answered with the line the last call made, without
+loading the counting code: 0.03 s instead of 0.12. The line is kept against everything it is made
+from: the transcript's and each file's identity, size and change times (and the transcript's
+first and last bytes), the environment ctxfold reads, the payload's fields it uses, the working
+directory, and ctxfold's own code. Kept in one small file for the last ``SESSIONS`` sessions;
+``CTXFOLD_NO_CACHE`` turns it off with the count cache. This module imports nothing it does not
+need: the standard ``json`` and the paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+FILE = "statusline.json"
+SESSIONS = 32  # the sessions whose lines are kept, the last measured last
+EDGE = 1 << 16  # bytes at each end of the transcript checked besides its size and times
+ENV_PREFIXES = ("CTXFOLD_", "CLAUDE_", "PI_CODING_AGENT", "XDG_")
+ENV_NAMES = ("NO_COLOR", "HOME")
+
+
+def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[Any] | None:
+    """Everything the line for ``path`` is made from (``code``: the module that makes it), or
+    None when no line is to be kept (the count cache is off, or the transcript cannot be read)."""
+    env = os.environ
+    if env.get("CTXFOLD_NO_CACHE", "0") not in ("", "0"):
+        return None
+    from ctxfold.hashes import code_stamp
+    from ctxfold.paths import config_candidates, pi_settings_files, profile_path
+
+    transcript = _fingerprint(path)
+    if transcript is None:
+        return None
+    sent = data.get("context_window")
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    read = [*config_candidates(), profile_path(), *pi_settings_files(cwd)]
+    return [
+        os.path.realpath(path),
+        transcript,
+        sent.get("context_window_size") if isinstance(sent, dict) else None,
+        cwd,
+        os.getcwd(),
+        color,
+        sorted([k, v] for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES),
+        [[str(p), _stat(p)] for p in read],
+        code_stamp(),
+        [_stat(code), _stat(__file__)],  # outside the package's stamp in a development install
+    ]
+
+
+def recall(key: list[Any] | None) -> str | None:
+    """The line kept for exactly these inputs, if any."""
+    if key is None:
+        return None
+    import json
+
+    try:
+        line = json.loads(_file().read_bytes())[key[0]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(line, dict) or line.get("inputs") != json.loads(json.dumps(key)):
+        return None
+    text = line.get("line")
+    return text if isinstance(text, str) else None
+
+
+def remember(key: list[Any], line: str) -> None:
+    """Keep ``line`` for ``key``'s session; a folder that cannot be written only costs the next
+    call its time."""
+    import json
+
+    from ctxfold.atomic import write_unsynced
+
+    path = _file()
+    try:
+        kept = json.loads(path.read_bytes())
+        kept = kept if isinstance(kept, dict) else {}
+    except (OSError, ValueError):
+        kept = {}
+    kept.pop(key[0], None)
+    kept[key[0]] = {"inputs": key, "line": line}
+    data = json.dumps(dict(list(kept.items())[-SESSIONS:])).encode()
+    with contextlib.suppress(OSError):
+        write_unsynced(path, (data,), prefix=f".{FILE}.", suffix=".tmp")
+
+
+def _file() -> Path:
+    from ctxfold.paths import cache_dir
+
+    return cache_dir() / FILE
+
+
+def _stat(path: str | os.PathLike[str]) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _fingerprint(path: str) -> list[int] | None:
+    """The transcript's ``_stat`` and a CRC-32 of its first and last ``EDGE`` bytes: file times
+    move by the kernel's tick, so a rewrite of the same size within a few milliseconds could
+    leave the stat as it was; not its bytes as well."""
+    import zlib
+
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            head = f.read(EDGE)
+            tail = os.pread(f.fileno(), EDGE, max(0, st.st_size - EDGE)) if st.st_size > EDGE else b""
+    except OSError:
+        return None
+    times = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    return [*times, zlib.crc32(head), zlib.crc32(tail)]
