@@ -3,6 +3,7 @@ profile cache, and where the window of a report came from."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -105,6 +106,24 @@ def long_session(tmp_path: Path, turns: int = 3000) -> Path:
             {"role": "assistant", "content": f"answer {i}"},
         ]
     return write_jsonl(tmp_path / "long.jsonl", rows)
+
+
+def test_the_whole_output_is_out_when_the_command_ends(tmp_path: Path) -> None:
+    """The command ends without the interpreter's teardown (``cli/main.py``): what it printed,
+    far more than a pipe holds, reaches the reader whole, and the exit status is the command's."""
+    session = str(long_session(tmp_path))
+    out = subprocess.run(
+        [str(ctxfold_exe()), "report", session, "--json", "--model", "claude-sonnet-4-5"],
+        capture_output=True,
+        check=False,
+    )
+    assert out.returncode == 0 and out.stderr == b""
+    doc = json.loads(out.stdout)
+    assert len(out.stdout) > 1 << 16 and len(doc["files"][0]["requests"]) == 3000
+    bad = subprocess.run([str(ctxfold_exe()), "estimate", str(tmp_path / "none.jsonl")], capture_output=True)
+    assert bad.returncode == 1 and bad.stderr.decode().startswith("ctxfold: error:")
+    usage = subprocess.run([str(ctxfold_exe()), "estimat"], capture_output=True)
+    assert usage.returncode == 2 and b"estimate" in usage.stderr
 
 
 def test_report_piped_into_head_exits_quietly(tmp_path: Path) -> None:
