@@ -279,7 +279,8 @@ def show_config(json_out: JsonOpt = False) -> None:
     Flags, then CTXFOLD_* variables, then ctxfold.toml, then the defaults; API keys redacted.
     """
     from ctxfold.cli import render
-    from ctxfold.config import candidates, load_config
+    from ctxfold.config import load_config
+    from ctxfold.paths import config_candidates
     from ctxfold.settings import effective, keys
 
     config = load_config()
@@ -287,7 +288,7 @@ def show_config(json_out: JsonOpt = False) -> None:
     doc = {
         "command": "config",
         "config_file": str(config.path) if config.path else None,
-        "searched": [str(p) for p in candidates()],
+        "searched": [str(p) for p in config_candidates()],
         "settings": {k: {"value": v.value, "source": v.source} for k, v in settings.items()},
         "models": config.models,
         "prices": config.raw.get("prices", {}),

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from ctxfold.atomic import create_atomic, write_atomic
 from ctxfold.errors import OutputError
-from ctxfold.formats.pi.settings import agent_dir
+from ctxfold.paths import pi_agent_dir
 
 EXTENSION = Path(__file__).with_name("ctxfold-statusline.ts")
 COMMAND_VAR = "CTXFOLD_STATUSLINE_CMD"  # the extension runs this shell command instead, when set
@@ -37,7 +37,7 @@ class Installed:
 def install(*, force: bool = False, home: Path | None = None) -> Installed:
     """Copy the extension into pi's global extensions folder, atomically."""
     data = EXTENSION.read_bytes()
-    target = agent_dir(home) / "extensions" / EXTENSION.name
+    target = pi_agent_dir(home) / "extensions" / EXTENSION.name
     try:
         old: bytes | None = target.read_bytes()
     except FileNotFoundError:

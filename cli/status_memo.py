@@ -30,11 +30,11 @@ ENV_NAMES = ("NO_COLOR", "HOME")
 def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[Any] | None:
     """Everything the line for ``path`` is made from (``code``: the module that makes it), or
     None when no line is to be kept (the count cache is off, or the transcript cannot be read)."""
-    env = os.environ
-    if env.get("CTXFOLD_NO_CACHE", "0") not in ("", "0"):
+    from ctxfold.paths import cache_off, config_candidates, pi_settings_files, profile_path
+
+    if cache_off():
         return None
     from ctxfold.hashes import code_stamp
-    from ctxfold.paths import config_candidates, pi_settings_files, profile_path
 
     transcript = _fingerprint(path)
     if transcript is None:
@@ -49,7 +49,7 @@ def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[A
         cwd,
         os.getcwd(),
         color,
-        sorted([k, v] for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES),
+        sorted([k, v] for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES),
         [[str(p), _stat(p)] for p in read],
         code_stamp(),
         [_stat(code), _stat(__file__)],  # outside the package's stamp in a development install
@@ -100,9 +100,13 @@ def _file() -> Path:
 
 def _stat(path: str | os.PathLike[str]) -> list[int] | None:
     try:
-        st = os.stat(path)
+        return _identity(os.stat(path))
     except OSError:
         return None
+
+
+def _identity(st: os.stat_result) -> list[int]:
+    """Which file, how long, changed when: a write always moves the change time."""
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
@@ -119,5 +123,4 @@ def _fingerprint(path: str) -> list[int] | None:
             tail = os.pread(f.fileno(), EDGE, max(0, st.st_size - EDGE)) if st.st_size > EDGE else b""
     except OSError:
         return None
-    times = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-    return [*times, zlib.crc32(head), zlib.crc32(tail)]
+    return [*_identity(st), zlib.crc32(head), zlib.crc32(tail)]

@@ -43,12 +43,20 @@ def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """Yield a file to write; it replaces ``path`` only if the block finishes without error."""
     path = Path(path)
     fd, tmp = _temp_beside(path)
+    with _renamed_over(path, fd, tmp, mode) as f:
+        _chmod(f.fileno(), tmp, mode_for(path))
+        yield f
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def _renamed_over(path: Path, fd: int, tmp: str, mode: str) -> Iterator[IO]:
+    """The temp file ``tmp`` (open as ``fd``) to write; renamed over ``path`` if the block ends
+    without error, removed otherwise."""
     try:
         with os.fdopen(fd, mode) as f:
-            _chmod(f.fileno(), tmp, mode_for(path))
             yield f
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -88,15 +96,9 @@ def write_unsynced(path: Path, chunks: Iterable[bytes], *, prefix: str, suffix: 
     cache, whose torn entry after a crash fails its own check. Raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = new_temp(path.parent, prefix=prefix, suffix=suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with _renamed_over(path, fd, tmp, "wb") as f:
+        for chunk in chunks:
+            f.write(chunk)
 
 
 def _chmod(fd: int, tmp: str, mode: int) -> None:

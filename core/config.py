@@ -19,11 +19,9 @@ from typing import Any
 
 from ctxfold.errors import ConfigError
 from ctxfold.names import did_you_mean
-from ctxfold.paths import CONFIG_ENV, CONFIG_FILE, config_candidates
+from ctxfold.paths import CONFIG_ENV, config_candidates
 from ctxfold.prices import PRICE_KEYS, PriceList, price_list
 
-FILE_NAME, ENV_VAR = CONFIG_FILE, CONFIG_ENV
-candidates = config_candidates  # where the config file is looked for, in order
 SECTIONS = ("defaults", "compact", "models", "prices")
 MODEL_KEYS = ("window", "max_output", "tokenizer", "provider")
 
@@ -80,11 +78,11 @@ def load_config(path: Path | None = None) -> Config:
     >>> ctxfold.ContextGuard("my-local-model", config=config).policy.window
     32000
     """
-    explicit = path or (Path(os.environ[ENV_VAR]) if os.environ.get(ENV_VAR) else None)
+    explicit = path or (Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else None)
     if explicit is not None:
         if not explicit.is_file():
             what = "not a file" if explicit.exists() else "no such config file"
-            named = f" (named by {ENV_VAR})" if path is None else ""
+            named = f" (named by {CONFIG_ENV})" if path is None else ""
             raise ConfigError(f"{explicit}: {what}{named}")
         return _parse(explicit)
     for p in config_candidates():

@@ -19,6 +19,14 @@ def cache_dir() -> Path:
     return Path(base) / "ctxfold"
 
 
+CACHE_OFF_ENV = "CTXFOLD_NO_CACHE"  # set (to anything but 0): nothing is kept or reused
+
+
+def cache_off() -> bool:
+    """Whether ``CTXFOLD_NO_CACHE`` turns the count cache (and the statusline's kept line) off."""
+    return os.environ.get(CACHE_OFF_ENV, "0") not in ("", "0")
+
+
 CONFIG_FILE = "ctxfold.toml"
 CONFIG_ENV = "CTXFOLD_CONFIG"
 

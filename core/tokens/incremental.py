@@ -42,6 +42,7 @@ from ctxfold.formats.jsonl import _lines, open_binary
 from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines
 from ctxfold.formats.registry import detect
 from ctxfold.hashes import code_stamp
+from ctxfold.paths import cache_off
 from ctxfold.settings import setting
 from ctxfold.tokens.countstore import (
     ANSWER_MAX,
@@ -58,12 +59,11 @@ from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estim
 from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
-OFF_ENV = "CTXFOLD_NO_CACHE"  # set (to anything but 0): every file is read from its first line
 UNREADABLE = "the count cache entry for this file could not be read back: ignored, counted afresh"
 
 
 def cache_enabled(path: str) -> bool:
-    return path != "-" and os.environ.get(OFF_ENV, "0") in ("", "0") and os.path.isfile(path)
+    return path != "-" and not cache_off() and os.path.isfile(path)
 
 
 def count_file(

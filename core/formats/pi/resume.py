@@ -26,7 +26,7 @@ import orjson
 from ctxfold.errors import OutputError
 from ctxfold.formats.base import CarryOn
 from ctxfold.formats.pi.session import file_name
-from ctxfold.formats.pi.settings import agent_dir
+from ctxfold.paths import pi_agent_dir
 from ctxfold.transcript.model import Transcript
 
 HARNESS = "pi"
@@ -37,7 +37,7 @@ def _session_dir_setting(home: Path) -> Path | None:
     configured = os.environ.get("PI_CODING_AGENT_SESSION_DIR")
     if not configured:
         try:
-            settings = orjson.loads((agent_dir(home) / "settings.json").read_bytes())
+            settings = orjson.loads((pi_agent_dir(home) / "settings.json").read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return None
         value = settings.get("sessionDir") if isinstance(settings, dict) else None
@@ -50,7 +50,7 @@ def _session_dir_setting(home: Path) -> Path | None:
 
 
 def store(home: Path) -> Path:
-    return _session_dir_setting(home) or agent_dir(home) / "sessions"
+    return _session_dir_setting(home) or pi_agent_dir(home) / "sessions"
 
 
 def folder_for(cwd: str) -> str:

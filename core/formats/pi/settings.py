@@ -19,9 +19,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from ctxfold.paths import pi_agent_dir, pi_settings_files
-
-agent_dir = pi_agent_dir  # pi's agent folder (settings, models, sessions, extensions)
+from ctxfold.paths import pi_settings_files
 
 
 @dataclass(frozen=True)
