@@ -15,14 +15,18 @@ from hypothesis import strategies as st
 
 from ctxfold.errors import TokenizerError
 from ctxfold.tokens import encodings, ranktable, tokenizers
+from ctxfold.tokens import engines as native
 from ctxfold.tokens.countstore import CountStore
+from ctxfold.tokens.engines import QuicktokEngine, RsBpeEngine, TiktokenEngine
 from ctxfold.tokens.estimate import estimate_file
 from ctxfold.tokens.incremental import estimate_incremental
 from ctxfold.tokens.ranktable import RankTable, TooLong
-from ctxfold.tokens.tokenizers import BpeTokenizer, QuicktokEngine, TiktokenEngine
+from ctxfold.tokens.tokenizers import BpeTokenizer
 
 quicktok = pytest.importorskip("quicktok", reason="quicktok has no wheel for this platform")
+rs_bpe = pytest.importorskip("rs_bpe", reason="rs-bpe has no wheel for this platform")
 ENCODINGS = ("o200k_base", "cl100k_base")
+NATIVE = ("quicktok", "rs-bpe", "tiktoken")
 PYTHON_CHARS_PER_FILE = 60_000  # the Python engine counts small inputs only: a fair sample each
 
 
@@ -33,8 +37,11 @@ def _reference(encoding: str) -> object:
 def _engines(encoding: str) -> dict[str, object]:
     qt, why = encodings.quicktok_encoding(encoding)
     assert qt is not None, why  # installed in a tested version, data as pinned
+    rs, why = native.rs_bpe_encoding(encoding)
+    assert rs is not None, why  # installed in a tested version, the probe counted as tiktoken does
     return {
         "quicktok": QuicktokEngine(qt, encoding),
+        "rs-bpe": RsBpeEngine(rs),
         "tiktoken": TiktokenEngine(encoding),
         "python": RankTable(encoding),
     }
@@ -87,7 +94,7 @@ def test_every_engine_counts_every_fixture_as_tiktoken(path: Path) -> None:
         ref = _reference(encoding)
         want = [len(ref.encode_ordinary(t)) for t in texts]  # type: ignore[attr-defined]
         engines = _cached_engines(encoding)
-        for name in ("quicktok", "tiktoken"):
+        for name in NATIVE:
             assert engines[name].count_batch(texts) == want, (name, encoding)  # type: ignore[attr-defined]
         assert engines["quicktok"].count_batch_released(texts, 2) == want  # type: ignore[attr-defined]
         python = engines["python"]
@@ -147,7 +154,7 @@ def test_every_engine_counts_adversarial_text_as_tiktoken(encoding: str) -> None
     ref = _reference(encoding)
     want = [len(ref.encode_ordinary(t)) for t in ADVERSARIAL]  # type: ignore[attr-defined]
     engines = _cached_engines(encoding)
-    for name in ("quicktok", "tiktoken"):
+    for name in NATIVE:
         assert engines[name].count_batch(ADVERSARIAL) == want, name  # type: ignore[attr-defined]
     assert engines["quicktok"].count_batch_released(ADVERSARIAL, 1) == want  # type: ignore[attr-defined]
     python = engines["python"]
@@ -172,9 +179,8 @@ def test_every_engine_agrees_on_any_text(texts: list[str]) -> None:
     for encoding in ENCODINGS:
         want = len(_reference(encoding).encode_ordinary(text))  # type: ignore[attr-defined]
         engines = _cached_engines(encoding)
-        assert engines["quicktok"].count(text) == want  # type: ignore[attr-defined]
-        assert engines["tiktoken"].count(text) == want  # type: ignore[attr-defined]
-        assert engines["python"].count(text) == want  # type: ignore[attr-defined]
+        for name in (*NATIVE, "python"):
+            assert engines[name].count(text) == want, name  # type: ignore[attr-defined]
 
 
 _ASCII_SAMPLE = "aZ1 \n\r\t\x0b\x0c\x1c'sLl/!_\x00~"  # a member of each class and each quirk
@@ -232,10 +238,10 @@ def test_the_engine_suits_the_size_of_the_input() -> None:
     tok = BpeTokenizer("o200k", "o200k_base")
     tok.plan(200_000)  # small: Python first, as without a plan
     assert tok.count("a small text") == 3 and tok.engine == "python"
-    tok.plan(1_500_000)  # a typical session: tiktoken loads faster than quicktok, at once
-    assert tok.count("a small text") == 3 and tok.engine == "tiktoken"
-    tok.plan(tokenizers.QUICK_FOLDER)  # a mid-sized file: tiktoken still costs less
-    assert tok.count("a small text") == 3 and tok.engine == "tiktoken"
+    tok.plan(1_500_000)  # a typical session: rs-bpe loads faster than quicktok, at once
+    assert tok.count("a small text") == 3 and tok.engine == "rs-bpe"
+    tok.plan(tokenizers.QUICK_FOLDER)  # a mid-sized file: rs-bpe still costs less
+    assert tok.count("a small text") == 3 and tok.engine == "rs-bpe"
     tok.plan(tokenizers.QUICK_INPUT)  # large: quicktok counts faster
     assert tok.count_batch(big) == want and tok.engine == "quicktok"
     folder = BpeTokenizer("o200k", "o200k_base")
@@ -259,7 +265,7 @@ def test_a_pinned_engine_ignores_the_plan(monkeypatch: pytest.MonkeyPatch) -> No
 def test_an_estimate_plans_the_engine_by_the_files_size(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through estimate_file: a mid-sized log is counted by tiktoken, to quicktok's counts."""
+    """Through estimate_file: a mid-sized log is counted by rs-bpe, to quicktok's counts."""
     lines = (FIXTURES / "claude-code" / "subagent.jsonl").read_bytes().splitlines(keepends=True)
     mid = tmp_path / "mid.jsonl"
     with mid.open("wb") as f:
@@ -271,7 +277,7 @@ def test_an_estimate_plans_the_engine_by_the_files_size(
         monkeypatch.setattr(tokenizers, "_instances", {})  # a fresh process's tokenizers
         counts[pin] = estimate_file(mid).context_tokens
         counts[pin + " engine"] = tokenizers.get_tokenizer("o200k").engine  # type: ignore[attr-defined]
-    assert counts[" engine"] == "tiktoken" and counts["quicktok engine"] == "quicktok"
+    assert counts[" engine"] == "rs-bpe" and counts["quicktok engine"] == "quicktok"
     assert counts[""] == counts["quicktok"]
 
 
@@ -297,7 +303,7 @@ def test_a_file_read_on_from_the_count_cache_loads_one_engine(
     monkeypatch.setattr(tokenizers, "_instances", {})  # a fresh process's tokenizers
     trace: dict[str, int] = {}
     grown = estimate_incremental(str(log), store=store, trace=trace)
-    assert trace["resumed"] > 0 and loads == ["tiktoken"]
+    assert trace["resumed"] > 0 and loads == ["rs-bpe"]
     monkeypatch.setattr(tokenizers, "_instances", {})
     assert grown.context_tokens == estimate_file(log).context_tokens
 
@@ -307,7 +313,7 @@ def test_quicktok_with_unpinned_data_is_not_used(monkeypatch: pytest.MonkeyPatch
     pinned["o200k_base"]["o200k.vocab"] = "0" * 64
     monkeypatch.setattr(encodings, "QUICKTOK_SHA256", pinned)
     tok = BpeTokenizer("o200k", "o200k_base")
-    assert tok.native().name == "tiktoken" and "pinned sha256" in tok.note
+    assert tok.native().name == "rs-bpe" and "pinned sha256" in tok.note  # the next fastest
     monkeypatch.setenv(tokenizers.ENGINE_VAR, "quicktok")
     with pytest.raises(TokenizerError, match="does not match its pinned sha256"):
         BpeTokenizer("o200k", "o200k_base").native()
@@ -319,12 +325,55 @@ def test_quicktok_of_an_untested_version_is_not_used(monkeypatch: pytest.MonkeyP
     assert tok is None and "9.0.0 is not a version" in why
 
 
+def test_rs_bpe_of_an_untested_version_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rs_bpe, "__version__", "9.0.0")
+    tok, why = native.rs_bpe_encoding("o200k_base")
+    assert tok is None and "9.0.0 is not a version" in why
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_the_probe_counts_are_tiktokens(encoding: str) -> None:
+    want = len(_reference(encoding).encode_ordinary(native.PROBE))  # type: ignore[attr-defined]
+    assert native.PROBE_COUNTS[encoding] == want
+
+
+def test_rs_bpe_that_miscounts_the_probe_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(native.PROBE_COUNTS, "o200k_base", native.PROBE_COUNTS["o200k_base"] + 1)
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(1_500_000)
+    assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
+    assert "where tiktoken counts" in tok.note
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "rs-bpe")
+    with pytest.raises(TokenizerError, match="rs-bpe counts"):
+        BpeTokenizer("o200k", "o200k_base").native()
+
+
+def test_a_slower_engine_stands_in_only_for_one_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rs-bpe refused: a mid-sized input is counted by tiktoken, and a large one that follows
+    still loads quicktok; quicktok refused too: tiktoken serves it."""
+    monkeypatch.setitem(native.PROBE_COUNTS, "o200k_base", -1)
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(1_500_000)
+    assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
+    tok.plan(tokenizers.QUICK_INPUT)
+    assert tok.count("hello world") == 2 and tok.engine == "quicktok"
+    monkeypatch.setattr(encodings, "QUICKTOK_SHA256", {})
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(tokenizers.QUICK_INPUT)
+    assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
+    assert "tiktoken counts" in tok.note
+
+
 def test_engine_can_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(tokenizers.ENGINE_VAR, "tiktoken")
     tok = BpeTokenizer("o200k", "o200k_base")
     assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "rs-bpe")
+    tok = BpeTokenizer("o200k", "o200k_base")
+    tok.plan(tokenizers.QUICK_INPUT * 4)
+    assert tok.count("hello world") == 2 and tok.engine == "rs-bpe"
     monkeypatch.setenv(tokenizers.ENGINE_VAR, "rust")
-    with pytest.raises(Exception, match="use one of quicktok, tiktoken, python"):
+    with pytest.raises(Exception, match="use one of quicktok, rs-bpe, tiktoken, python"):
         BpeTokenizer("o200k", "o200k_base")
 
 
@@ -377,7 +426,8 @@ def _differing(count: object, reference: object, cps: list[int], chunk: int) -> 
 def test_the_code_points_tiktoken_classes_otherwise_are_all_listed() -> None:
     """quicktok and the `regex` module know a newer Unicode than tiktoken: every code point
     outside ``NEWER_THAN_TIKTOKEN`` is split alike by quicktok (all of them) and the Python
-    engine (a sample: it is slow), and a text holding a listed one gets tiktoken's count."""
+    engine (a sample: it is slow), and a text holding a listed one gets tiktoken's count.
+    rs-bpe splits every code point as tiktoken does, the listed ones too."""
     from ctxfold.tokens.encodings import NEWER_THAN_TIKTOKEN, newer_than_tiktoken
 
     listed = {cp for a, b in NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
@@ -389,6 +439,9 @@ def test_the_code_points_tiktoken_classes_otherwise_are_all_listed() -> None:
     assert not _differing(engines["quicktok"].count, lambda t: len(reference(t)), others, 4096)  # type: ignore[attr-defined]
     python = engines["python"]
     assert not _differing(python.count, lambda t: len(reference(t)), others[::97], 512)  # type: ignore[attr-defined]
+    # rs-bpe classes characters as tiktoken does: it needs no check, every code point is split alike
+    every = sorted([*others, *listed])
+    assert not _differing(engines["rs-bpe"].count, lambda t: len(reference(t)), every, 4096)  # type: ignore[attr-defined]
     for a, b in NEWER_THAN_TIKTOKEN:
         text = "".join(f.format(c=chr(cp)) for cp in (a, b) for f in _CONTEXTS)
         assert newer_than_tiktoken(text)

@@ -480,7 +480,7 @@ def test_a_folder_the_cache_answers_loads_no_engine(tmp_path: Path) -> None:
         imported = {
             line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "import time:" in line
         }
-        return {m for m in imported if m.split(".")[0] in ("tiktoken", "quicktok")}
+        return {m for m in imported if m.split(".")[0] in ("tiktoken", "quicktok", "rs_bpe")}
 
     assert engines()  # the first run counts: the measure is real
     assert not engines()

@@ -136,13 +136,13 @@ def _large_sessions() -> list[Path]:
     return found or [FIXTURES / "codex" / "lab-0169.jsonl"]
 
 
-@pytest.mark.parametrize("engine", ["quicktok", "tiktoken"])
+@pytest.mark.parametrize("engine", ["quicktok", "rs-bpe", "tiktoken"])
 @pytest.mark.parametrize("path", _large_sessions(), ids=lambda p: p.name)
 def test_a_large_file_counted_with_helpers_equals_in_process(
     path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """quicktok counts batches in a helper thread, tiktoken in forked processes; either way the
-    estimate is the in-process one, batch for batch."""
+    """quicktok counts batches in a helper thread, rs-bpe and tiktoken in forked processes;
+    either way the estimate is the in-process one, batch for batch."""
     from ctxfold.tokens import parallel, tokenizers
 
     for name in ("THREAD_FIRST", "THREAD_WORTH", "THREAD_AFTER"):  # the helper from the first batch on

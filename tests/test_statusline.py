@@ -206,7 +206,7 @@ def test_it_imports_neither_typer_nor_rich(tmp_path: Path) -> None:
     # you mean", TOML, package resources; nor what it needs a little of: OpenSSL (a name for
     # the count cache entry), tempfile (a temp file to write it), statistics (a median)
     assert "ctxfold.tokens.ranktable" in modules
-    assert not {m for m in modules if m.split(".")[0] in ("tiktoken", "quicktok", "concurrent")}
+    assert not {m for m in modules if m.split(".")[0] in ("tiktoken", "quicktok", "rs_bpe", "concurrent")}
     assert not modules & {"logging", "difflib", "tomllib", "importlib.resources"}
     assert not modules & {"_hashlib", "hashlib", "tempfile", "statistics"}
     assert "regex" not in modules  # an ASCII line is split by stdlib re

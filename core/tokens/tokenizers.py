@@ -11,16 +11,20 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from itertools import pairwise
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ctxfold.errors import CtxfoldError, TokenizerError, UsageError
 from ctxfold.names import did_you_mean
-from ctxfold.tokens.encodings import newer_than_tiktoken, reference_count
 from ctxfold.tokens.ranktable import TooLong
 
-ENGINE_VAR = "CTXFOLD_BPE"  # quicktok | tiktoken | python: pin the engine (benchmarks, bug reports)
-ENGINES = ("quicktok", "tiktoken", "python")
+if TYPE_CHECKING:
+    from ctxfold.tokens.engines import QuicktokEngine, RsBpeEngine, TiktokenEngine
+
+    Engine = QuicktokEngine | RsBpeEngine | TiktokenEngine
+
+ENGINE_VAR = "CTXFOLD_BPE"  # pin the engine (benchmarks, bug reports)
+ENGINES = ("quicktok", "rs-bpe", "tiktoken", "python")
+SPEED = ("tiktoken", "rs-bpe", "quicktok")  # the native engines, slowest to fastest counter
 # Characters the Python engine may count in one process before the native engine is loaded: past
 # this, loading it (about 0.3 s) costs less than going on in Python (about 1 M characters/s).
 LIGHT_CHARS = 200_000
@@ -50,125 +54,33 @@ class Tokenizer(Protocol):
     def count_batch(self, texts: Sequence[str]) -> list[int]: ...
 
 
-class TiktokenEngine:
-    """tiktoken (the reference), counting without building token lists.
-
-    Counting needs no token ids: the encoder's buffer output (its byte size / 4) gives the
-    count without a Python list per text, when that private call exists and agrees with the
-    public encoder. Its encoder holds the GIL, so a second core is used from a second process
-    (``tokens/parallel.py``).
-    """
-
-    name = "tiktoken"
-    releases_gil = False
-
-    def __init__(self, encoding: str) -> None:
-        from ctxfold.tokens.encodings import get_encoding
-
-        self._enc = get_encoding(encoding)
-        core = getattr(self._enc, "_core_bpe", None)
-        to_buffer = getattr(core, "encode_to_tiktoken_buffer", None)
-        if to_buffer is not None and _buffer_count_ok(to_buffer, self._enc.encode_ordinary):
-            self._count: Callable[[str], int] = lambda text: (
-                memoryview(to_buffer(text, _NO_SPECIAL)).nbytes // 4
-            )
-        else:
-            self._count = lambda text: len(self._enc.encode_ordinary(text))
-
-    def count(self, text: str) -> int:
-        try:
-            return int(self._count(text))
-        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken's encode does
-            from ctxfold.tokens.ranktable import valid_text
-
-            return int(self._count(valid_text(text)))
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]:
-        count = self.count
-        return [count(t) for t in texts]
-
-
-_NO_SPECIAL: frozenset[str] = frozenset()
-
-
-def _buffer_count_ok(to_buffer: Callable[..., Any], encode: Callable[[str], list[int]]) -> bool:
-    """Trust the private buffer path only if it agrees with the public encoder."""
-    probe = 'hello <|endoftext|> wörld 123 ✓ {"a": [1, 2]}\n\n  x'
-    try:
-        return bool(memoryview(to_buffer(probe, _NO_SPECIAL)).nbytes // 4 == len(encode(probe)))
-    except Exception:
-        return False
-
-
-class QuicktokEngine:
-    """quicktok (C++, 3–4× tiktoken's speed on one thread, the same tokens). Its calls release
-    the GIL, so a thread can count one batch while the main thread reads the next."""
-
-    name = "quicktok"
-    releases_gil = True
-
-    def __init__(self, tokenizer: Any, encoding: str) -> None:
-        self._tok = tokenizer
-        self.encoding = encoding
-
-    def count(self, text: str) -> int:
-        if newer_than_tiktoken(text):
-            return reference_count(self.encoding, text)
-        try:
-            return int(self._tok.count(text))
-        except TypeError:  # lone surrogates do not convert: replaced, as tiktoken does
-            from ctxfold.tokens.ranktable import valid_text
-
-            return int(self._tok.count(valid_text(text)))
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]:
-        count = self.count
-        return [count(t) for t in texts]
-
-    def count_batch_released(self, texts: Sequence[str], threads: int = 1) -> list[int]:
-        """One call for the whole batch, the GIL released throughout (a per-text call would
-        queue for the GIL after every text while another thread holds it)."""
-        try:
-            _, offsets = self._tok.encode_batch(list(texts), threads, False)
-        except TypeError:
-            from ctxfold.tokens.ranktable import valid_text
-
-            _, offsets = self._tok.encode_batch([valid_text(t) for t in texts], threads, False)
-        except ImportError:  # its arrays need numpy: without a working one, text by text
-            return self.count_batch(texts)
-        bounds = memoryview(offsets).tolist()
-        counts = [b - a for a, b in pairwise(bounds)]
-        for i, text in enumerate(texts):
-            if newer_than_tiktoken(text):
-                counts[i] = reference_count(self.encoding, text)
-        return counts
-
-
 class BpeTokenizer:
     """An exact BPE encoding (``o200k_base``, ``cl100k_base``) with the engine that pays off.
 
     Every engine gives tiktoken's counts (tests/test_engines.py checks each against it). Small
     inputs are counted in Python from a memory-mapped table (nothing to load); a larger one
-    loads a native engine, once per process: tiktoken for a mid-sized input (it loads faster),
-    quicktok for a large one (it counts faster) when installed in a tested version with its
-    data as pinned, else tiktoken. ``CTXFOLD_BPE`` pins one engine.
+    loads a native engine, once per process: rs-bpe for a mid-sized input (it loads fastest),
+    quicktok for a large one (it counts fastest), each when installed in a version tested
+    here; tiktoken when neither can be had. ``CTXFOLD_BPE`` pins one engine.
     """
 
     def __init__(self, name: str, encoding: str) -> None:
         self.name = name
         self.encoding = encoding
-        self._native: QuicktokEngine | TiktokenEngine | None = None
+        self._native: Engine | None = None
         self._light: Any = None
         self._light_left = LIGHT_CHARS
         self._light_off = False  # the input being read is too large to start in Python
         self._lock = threading.Lock()
-        self.note = ""  # why quicktok is not used, when it is not
+        self.note = ""  # why a faster engine is not used, when one is not
+        self._refused: set[str] = set()  # engines that could not be loaded here
         choice = os.environ.get(ENGINE_VAR, "").strip().lower()
         if choice and choice not in ENGINES:
             raise UsageError(f"{ENGINE_VAR}={choice!r}: use one of {', '.join(ENGINES)}")
         self._choice = choice
-        # the native engine for the input being read (``plan``); a pin other than quicktok: tiktoken
-        self._want = "quicktok" if choice in ("", "quicktok") else "tiktoken"
+        # the native engine for the input being read (``plan``); pinned Python: the one for
+        # the pieces too long to merge in Python
+        self._want = {"": "quicktok", "python": "rs-bpe"}.get(choice, choice)
         self._light_tried = choice not in ("", "python")  # the Python engine is opened on first use
         if choice == "python":
             self._light_left = 1 << 62  # pinned: Python counts everything it can merge
@@ -187,7 +99,7 @@ class BpeTokenizer:
         ``CTXFOLD_BPE`` overrides the choice."""
         if self._choice:
             return
-        self._want = "tiktoken" if 0 < size < (QUICK_FOLDER if folder else QUICK_INPUT) else "quicktok"
+        self._want = "rs-bpe" if 0 < size < (QUICK_FOLDER if folder else QUICK_INPUT) else "quicktok"
         self._light_off = size > LIGHT_INPUT
 
     def _small(self) -> Any:
@@ -199,7 +111,7 @@ class BpeTokenizer:
             self._light = _light_engine(self.encoding, required=self._choice == "python")
         return self._light
 
-    def native(self) -> QuicktokEngine | TiktokenEngine:
+    def native(self) -> Engine:
         """The native engine for the input being read, loaded on first use (before forking
         workers, so they share it)."""
         engine = self._native
@@ -211,22 +123,37 @@ class BpeTokenizer:
                 engine = self._native = self._load(self._want)
             return engine
 
-    def _serves(self, engine: QuicktokEngine | TiktokenEngine) -> bool:
-        """Whether the loaded engine counts the input being read: tiktoken does not serve one
-        that wants quicktok, unless quicktok could not be loaded (``note`` says why)."""
-        return engine.name == "quicktok" or self._want != "quicktok" or bool(self.note)
+    def _serves(self, engine: Engine) -> bool:
+        """Whether the loaded engine counts the input being read: one that counts slower than
+        the engine it wants does not, unless each faster one up to it could not be loaded."""
+        have, want = SPEED.index(engine.name), SPEED.index(self._want)
+        return all(name in self._refused for name in SPEED[have + 1 : want + 1])
 
-    def _load(self, want: str) -> QuicktokEngine | TiktokenEngine:
-        if want == "quicktok" and self._choice in ("", "quicktok"):
-            from ctxfold.tokens.encodings import quicktok_encoding
+    def _load(self, want: str) -> Engine:
+        """``want``, else the next engine slower than it; a pinned one that cannot be loaded
+        is an error, not a silent fallback."""
+        from ctxfold.tokens import engines
 
-            tok, why = quicktok_encoding(self.encoding)
-            if tok is not None:
-                return QuicktokEngine(tok, self.encoding)
-            if self._choice == "quicktok":
-                raise TokenizerError(f"{ENGINE_VAR}=quicktok: {why}")
+        for name in SPEED[SPEED.index(want) :: -1]:
+            if name == "tiktoken":
+                return engines.TiktokenEngine(self.encoding)
+            if name in self._refused:
+                continue
+            if name == "quicktok":
+                from ctxfold.tokens.encodings import quicktok_encoding
+
+                tok, why = quicktok_encoding(self.encoding)
+                if tok is not None:
+                    return engines.QuicktokEngine(tok, self.encoding)
+            else:
+                tok, why = engines.rs_bpe_encoding(self.encoding)
+                if tok is not None:
+                    return engines.RsBpeEngine(tok)
+            if self._choice == name:
+                raise TokenizerError(f"{ENGINE_VAR}={name}: {why}")
             self.note = why
-        return TiktokenEngine(self.encoding)
+            self._refused.add(name)
+        raise AssertionError("tiktoken is always last")
 
     def count(self, text: str) -> int:
         light = self._small() if len(text) <= self._light_left else None
@@ -256,7 +183,10 @@ class BpeTokenizer:
     def released(self) -> Callable[[Sequence[str], int], list[int]] | None:
         """A batch count that releases the GIL (to run in a thread), if the engine has one."""
         engine = self.native()
-        return engine.count_batch_released if isinstance(engine, QuicktokEngine) else None
+        released: Callable[[Sequence[str], int], list[int]] | None = getattr(
+            engine, "count_batch_released", None
+        )
+        return released
 
 
 def _light_engine(encoding: str, *, required: bool) -> Any:
