@@ -236,7 +236,7 @@ def test_the_engine_suits_the_size_of_the_input() -> None:
     big = ["word " * 20_000]
     want = [len(_reference("o200k_base").encode_ordinary(big[0]))]  # type: ignore[attr-defined]
     tok = BpeTokenizer("o200k", "o200k_base")
-    tok.plan(200_000)  # small: Python first, as without a plan
+    tok.plan(tokenizers.LIGHT_INPUT)  # small: Python first, as without a plan
     assert tok.count("a small text") == 3 and tok.engine == "python"
     tok.plan(1_500_000)  # a typical session: rs-bpe loads faster than quicktok, at once
     assert tok.count("a small text") == 3 and tok.engine == "rs-bpe"

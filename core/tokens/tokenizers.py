@@ -25,25 +25,26 @@ if TYPE_CHECKING:
 ENGINE_VAR = "CTXFOLD_BPE"  # pin the engine (benchmarks, bug reports)
 ENGINES = ("quicktok", "rs-bpe", "tiktoken", "python")
 SPEED = ("tiktoken", "rs-bpe", "quicktok")  # the native engines, slowest to fastest counter
-# Characters the Python engine may count in one process before the native engine is loaded: past
-# this, loading it (about 0.3 s) costs less than going on in Python (about 1 M characters/s).
-LIGHT_CHARS = 200_000
+# Characters the Python engine may count in one process before a native engine is loaded: past
+# this, loading rs-bpe (0.05 s) costs less than going on in Python (about 1 M characters/s).
+LIGHT_CHARS = 60_000
 LIGHT_BATCH = 50_000  # a batch this large means a large input: the native engine at once
 # An input of known size (``plan``) up to this many bytes may start in Python (LIGHT_CHARS still
 # caps it); a larger one loads a native engine at once instead of spending the budget first.
-LIGHT_INPUT = 256 * 1024
-# From this many bytes of one file quicktok's speed pays back its longer load (0.38 s, against
-# 0.16 s for tiktoken built from the ranks kept in the cache folder). `estimate` wall, tiktoken
-# against quicktok pinned (tiktoken with two helper processes from parallel.MIN_BYTES, at the
-# same total CPU): Claude Code 20 MB 0.71/0.90 s, 32 MB 0.85/0.99, 50 MB 1.03/1.27, 200 MB
-# 2.71/2.54; Codex 20 MB 0.85/0.98, 32 MB 1.03/1.10, 50 MB 1.38/1.26, 200 MB 4.12/2.55.
-QUICK_INPUT = 40_000_000
-# A folder's files are counted in worker processes at once (the engine loaded before the fork),
-# where counting three to four times faster pays the load back sooner. `report --brief` of
-# folders of small logs, tiktoken against quicktok pinned (alternating, 3 runs each, 2 for the
-# 2,000): 300 logs of 28 MB in all 1.20-1.32/1.29-1.45 s, 450 of 45 MB 1.71-1.95/1.53-1.60, 700
-# of 71 MB 2.41-2.50/2.07-2.19, 2,000 of 186 MB 5.53-5.95/4.11-4.44: they cross near 32 MB.
-QUICK_FOLDER = 32_000_000
+# `estimate` wall, Python against rs-bpe pinned (medians of 7): Claude Code 63 KB 0.181/0.219 s,
+# 123 KB 0.244/0.222, 255 KB 0.228/0.226; Codex 125 KB 0.226/0.226.
+LIGHT_INPUT = 96 * 1024
+# From this many bytes of one file quicktok's speed pays back its longer load (0.48 s, against
+# 0.05 s for rs-bpe). `estimate` wall, rs-bpe against quicktok pinned (rs-bpe with two helper
+# processes from parallel.MIN_BYTES, medians of 2-3): Claude Code 20 MB 0.51/0.98 s, 50 MB
+# 0.90/1.34, 100 MB 1.51/1.95, 200 MB 2.55/2.65; Codex 20 MB 0.68/1.04, 50 MB 1.25/1.39, 100 MB
+# 1.98/1.94, 200 MB 3.54/2.84. Claude Code's logs are bound by their parse, Codex's by counting.
+QUICK_INPUT = 100_000_000
+# A folder's files are counted in worker processes at once (the engine loaded before the fork).
+# `report --brief` of folders of small logs, rs-bpe against quicktok pinned (medians of 3, 2 for
+# the 2,000): 300 logs of 30 MB in all 0.85/1.12 s, 450 of 45 MB 1.15/1.35, 700 of 71 MB
+# 1.69/1.72, 2,000 of 186 MB 3.91/3.42: they cross near 70 MB.
+QUICK_FOLDER = 70_000_000
 
 
 class Tokenizer(Protocol):
