@@ -18,9 +18,11 @@ from ctxfold.names import did_you_mean
 from ctxfold.tokens.ranktable import TooLong
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ctxfold.tokens.engines import QuicktokEngine, RsBpeEngine, TiktokenEngine
 
-    Engine = QuicktokEngine | RsBpeEngine | TiktokenEngine
+    Engine: TypeAlias = QuicktokEngine | RsBpeEngine | TiktokenEngine
 
 ENGINE_VAR = "CTXFOLD_BPE"  # pin the engine (benchmarks, bug reports)
 ENGINES = ("quicktok", "rs-bpe", "tiktoken", "python")
