@@ -71,10 +71,12 @@ TINY = ROOT / "fixtures" / "claude-code" / "subagent.jsonl"
 _CHILD = (
     PRELUDE
     + r"""
+import os
 from ctxfold.tokens.estimate import estimate_file
 from ctxfold.tokens.tokenizers import get_tokenizer
 tok = get_tokenizer("o200k")
-getattr(tok, "native", lambda: None)()  # the engine a large file uses, loaded before the clock
+getattr(tok, "plan", lambda size: None)(os.path.getsize(args["path"]))
+getattr(tok, "native", lambda: None)()  # the engine this file's size picks, loaded before the clock
 out = {"engine": getattr(tok, "engine", "tiktoken")}
 t = time.perf_counter()
 r = estimate_file(args["path"], fmt=args["fmt"])
