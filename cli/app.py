@@ -189,7 +189,7 @@ def report(
     and the decision; where compaction would first fire, late and early decisions, overflows and
     the cost. --by totals tokens and cost per day, project or session instead.
     """
-    from ctxfold.cli import render, render_report, render_usage
+    from ctxfold.cli import render
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand
     from ctxfold.cli.jobs import counting, read_files
@@ -278,6 +278,8 @@ def report(
             }
         )
     else:
+        from ctxfold.cli import render_report, render_usage  # Rich: loaded once the files are read
+
         if by and reports:
             render_usage.by([r.estimate for r in reports], by)
         elif brief and reports:

@@ -1,7 +1,9 @@
 """All terminal output: Rich tables on a terminal, plain text when piped, JSON on request.
 
-With ``render_report`` (the replay tables), the only modules that import Rich. Warnings and
-progress go to stderr so stdout stays clean for ``--json`` and pipes.
+With ``render_report`` (the replay tables), the only modules that import Rich, and only once
+something is printed with it: a ``--json`` run never loads it, and a folder's run loads it while
+its workers read. Warnings and progress go to stderr so stdout stays clean for ``--json`` and
+pipes.
 """
 
 from __future__ import annotations
@@ -13,13 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from ctxfold.cli.errors import SKIP_HINT
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ctxfold.compaction.run import CompactResult
     from ctxfold.engine.calibration import Prediction
     from ctxfold.engine.profile import Profiles
@@ -30,9 +31,51 @@ if TYPE_CHECKING:
 
 PROGRESS_MIN_BYTES = 5_000_000
 
+
+class _LazyConsole:
+    """A Rich console made on first use (Rich and what it imports cost 25 ms)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    @property
+    def made(self) -> bool:
+        return self._console is not None
+
+    @property
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def _real(console: Any) -> Console:
+    """The Rich console itself, for Rich's own calls (a test may have put a real one in place)."""
+    return console.real if isinstance(console, _LazyConsole) else console
+
+
 # Piped output is not wrapped at 80 columns: a file or a pager can take long lines.
-out = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = _LazyConsole(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
+err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _stderr_terminal() -> bool:
+    """``err.is_terminal``, without loading Rich for a stderr that is plainly no terminal (Rich
+    takes one for a terminal only when it is a TTY or FORCE_COLOR or TTY_COMPATIBLE says so)."""
+    made = not isinstance(err, _LazyConsole) or err.made
+    if not made and "FORCE_COLOR" not in os.environ and "TTY_COMPATIBLE" not in os.environ:
+        try:
+            if not sys.stderr.isatty():
+                return False
+        except (AttributeError, ValueError):  # closed, or not a real file
+            return False
+    return bool(err.is_terminal)
 
 
 def emit_json(doc: Any) -> None:
@@ -51,6 +94,8 @@ def emit_json(doc: Any) -> None:
 
 
 def warn(message: str) -> None:
+    from rich.text import Text
+
     # the message as written: "[defaults]" in it is a TOML table, not Rich markup
     err.print(Text.assemble(("warning:", "yellow" if err.is_terminal else ""), f" {message}"))
 
@@ -78,7 +123,7 @@ def notes(*groups: Sequence[str], json_out: bool) -> list[str]:
 def progress(path: str, enabled: bool = True) -> Iterator[Callable[[Opened], None] | None]:
     """A progress bar on stderr for large files when stderr is a terminal; else nothing."""
     size = os.path.getsize(path) if path != "-" and os.path.isfile(path) else 0
-    if not (enabled and err.is_terminal and size >= PROGRESS_MIN_BYTES):
+    if not (enabled and size >= PROGRESS_MIN_BYTES and _stderr_terminal()):
         yield None
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
@@ -89,7 +134,7 @@ def progress(path: str, enabled: bool = True) -> Iterator[Callable[[Opened], Non
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
-        console=err,
+        console=_real(err),
         transient=True,
     ) as bar:
         task = bar.add_task(os.path.basename(path), total=size)
@@ -101,7 +146,7 @@ def files_progress(total: int, enabled: bool = True) -> Iterator[Callable[[], No
     """A bar across the files of a run read by several processes, on a terminal's stderr; the
     callback it gives may be called from any thread. It draws when called, at most ten times a
     second, with no refresh thread of its own: the workers are forked while it shows."""
-    if not (enabled and err.is_terminal):
+    if not (enabled and _stderr_terminal()):
         yield lambda: None
         return
     import time
@@ -113,7 +158,7 @@ def files_progress(total: int, enabled: bool = True) -> Iterator[Callable[[], No
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=err,
+        console=_real(err),
         transient=True,
         auto_refresh=False,
     ) as bar:
@@ -134,7 +179,9 @@ def files_progress(total: int, enabled: bool = True) -> Iterator[Callable[[], No
 def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
     """``key  value`` lines; a value too long for the terminal goes on under itself, not under
     the key."""
-    con = out
+    from rich.text import Text
+
+    con = _real(out)
     lead = indent + key_width + 1 if key_width else indent
     room = max(20, con.width - lead)
     for key, value in facts:
@@ -159,6 +206,8 @@ def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
 
 def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
 
     m = r.model
     out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
@@ -239,6 +288,9 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
 def profile(profiles: Profiles) -> None:
     import statistics
 
+    from rich.table import Table
+    from rich.text import Text
+
     from ctxfold.engine.profile import BUILTIN
 
     for w in profiles.warnings:
@@ -267,6 +319,8 @@ def profile(profiles: Profiles) -> None:
 
 
 def compact(r: CompactResult) -> None:
+    from rich.text import Text
+
     from ctxfold.compaction.doc import compact_doc
 
     d = compact_doc(r)
@@ -330,6 +384,8 @@ def carry_on(c: CarryOn) -> None:
     """The command that resumes the compacted session, runnable as printed."""
     import shlex
 
+    from rich.text import Text
+
     command = shlex.join(c.command)
     if c.cwd:
         command = f"cd {shlex.quote(c.cwd)} && {command}"
@@ -358,6 +414,7 @@ def validation(results: Sequence[Validation]) -> None:
     ``grep`` and editors can take them as ``path:line: message``). A file that could not be
     read as a whole (empty, unknown format) is that one line, worded as the other commands'
     errors are."""
+    from rich.text import Text
 
     def line(text: str) -> None:
         out.print(Text(text), soft_wrap=True)
@@ -381,6 +438,9 @@ def validation(results: Sequence[Validation]) -> None:
 
 
 def config(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     for w in doc["warnings"]:
         warn(w)
     out.print(Text(f"config file: {doc['config_file'] or 'none'} (searched: {', '.join(doc['searched'])})"))

@@ -78,3 +78,29 @@ def test_the_readme_quick_start_compacts_the_bundled_sample(
     )
     again = runner.invoke(app, command[1:])
     assert again.exit_code == 0 and "up to date" in again.stdout
+
+
+@pytest.mark.parametrize("command", ["estimate", "report"])
+def test_a_json_run_never_loads_rich(command: str, tmp_path: Path) -> None:
+    """Rich is loaded when something is printed with it: a --json run prints none of it (and a
+    folder's run, where it is needed, loads it once its files are read)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    path = FIXTURES / "claude-code" / "subagent.jsonl"
+
+    def imported(*extra: str) -> set[str]:
+        run = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "ctxfold", command, str(path), *extra],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if "import time:" in line}
+
+    assert "rich" in imported()  # the measure is real: the terminal's output needs it
+    loaded = imported("--json")
+    assert "ctxfold.tokens.session" in loaded and "rich" not in loaded
