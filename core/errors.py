@@ -12,7 +12,7 @@ Core raises these and never prints or exits; the CLI maps them to exit codes in 
     │   ├── UnknownFormatError     no reader recognises the first lines
     │   └── LineError              one line is bad: names file, line number and the problem
     │       └── PartialLineError   the last line is half written (a live session): left out
-    ├── TokenizerError             encoding data missing or failing its pinned sha256
+    ├── TokenizerError             encoding data missing or failing its pinned sha256; a text tiktoken cannot split
     ├── ConfigError                a config or profile file is unreadable
     ├── OutputError                an output file cannot be written
     ├── ProviderError              a summarizer call failed (network, status, unusable answer)
@@ -129,7 +129,9 @@ class PartialLineError(LineError):
 
 
 class TokenizerError(CtxfoldError):
-    """A tokenizer could not be built offline (its BPE data missing or failing its pinned sha256).
+    """A tokenizer could not be built offline (its BPE data missing or failing its pinned sha256),
+    or the engine pinned could not count a text (tiktoken's pattern runs out of stack on some
+    very long runs of one character class, which the other engines count).
 
     >>> try:
     ...     tokenizer = ctxfold.get_tokenizer("o200k")

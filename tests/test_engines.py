@@ -465,3 +465,23 @@ def test_the_check_for_newer_code_points_finds_exactly_the_listed_ones(context: 
         if not 0xD800 <= cp < 0xE000 and newer_than_tiktoken(context.format(c=chr(cp))) != (cp in listed)
     ]
     assert not wrong
+
+
+def test_a_run_tiktoken_cannot_split_is_counted_by_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tiktoken's pattern runs out of stack on a million spaces (a tool's blank output): the
+    engines ctxfold picks count it, alike, and tiktoken pinned says so in one line."""
+    text = " " * 1_000_000
+    engines = _cached_engines("o200k_base")
+    counts = {name: engines[name].count(text) for name in ("quicktok", "rs-bpe")}  # type: ignore[attr-defined]
+    assert counts["quicktok"] == counts["rs-bpe"] > 0
+    with pytest.raises(TokenizerError, match="tiktoken cannot split a text of 1,000,000 characters"):
+        engines["tiktoken"].count(text)  # type: ignore[attr-defined]
+    log = tmp_path / "blank.jsonl"
+    log.write_text(f'{{"role": "user", "content": "hi"}}\n{{"role": "assistant", "content": "{text}"}}\n')
+    monkeypatch.setenv(tokenizers.ENGINE_VAR, "")
+    monkeypatch.setattr(tokenizers, "_instances", {})  # a fresh process's tokenizers
+    est = estimate_file(log)  # a mid-sized log: rs-bpe
+    assert tokenizers.get_tokenizer("o200k").engine == "rs-bpe"  # type: ignore[attr-defined]
+    assert est.replay.by_category["assistant"] >= counts["rs-bpe"]

@@ -225,7 +225,24 @@ def newer_than_tiktoken(text: str) -> bool:
 def reference_count(name: str, text: str) -> int:
     """tiktoken's count of ``text`` (its encoder replaces lone surrogates itself): for a text
     another engine's newer Unicode tables could split otherwise."""
-    return len(get_encoding(name).encode_ordinary(text))
+    try:
+        return len(get_encoding(name).encode_ordinary(text))
+    except BaseException as err:
+        raise cannot_split(text, err) from None
+
+
+def cannot_split(text: str, err: BaseException) -> BaseException:
+    """What to raise when tiktoken fails on ``text``: its pattern's backtracking runs out of
+    stack on some long runs (a million spaces: a ValueError, or a Rust panic by the public
+    call), which is a limit of the engine, not a bug here. Anything else is raised as it is."""
+    if type(err).__name__ != "PanicException" and not (
+        isinstance(err, ValueError) and "Regex error" in str(err)
+    ):
+        return err
+    return TokenizerError(
+        f"tiktoken cannot split a text of {len(text):,} characters (its pattern ran out of stack "
+        "on a long run); rs-bpe and quicktok count it: install one, or leave CTXFOLD_BPE unset"
+    )
 
 
 _RANKS_MAGIC = b"CTXFRNK1"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
-from ctxfold.tokens.encodings import newer_than_tiktoken, reference_count
+from ctxfold.tokens.encodings import cannot_split, newer_than_tiktoken, reference_count
 
 
 class TiktokenEngine:
@@ -41,11 +41,14 @@ class TiktokenEngine:
 
     def count(self, text: str) -> int:
         try:
-            return int(self._count(text))
-        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken's encode does
-            from ctxfold.tokens.ranktable import valid_text
+            try:
+                return int(self._count(text))
+            except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken's encode does
+                from ctxfold.tokens.ranktable import valid_text
 
-            return int(self._count(valid_text(text)))
+                return int(self._count(valid_text(text)))
+        except BaseException as err:
+            raise cannot_split(text, err) from None
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         count = self.count
