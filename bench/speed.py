@@ -96,7 +96,8 @@ print(json.dumps(out))
 
 def raw(batches: list[list[str]], engine: str) -> float:
     """One thread, one call per text, over fresh copies of the texts."""
-    from ctxfold.tokens.encodings import get_encoding, quicktok_encoding
+    from ctxfold.tokens.encodings import get_encoding
+    from ctxfold.tokens.engines import quicktok_encoding
 
     if engine == "tiktoken":
         count: Any = get_encoding("o200k_base").encode_ordinary

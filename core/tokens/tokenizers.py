@@ -143,9 +143,7 @@ class BpeTokenizer:
             if name in self._refused:
                 continue
             if name == "quicktok":
-                from ctxfold.tokens.encodings import quicktok_encoding
-
-                tok, why = quicktok_encoding(self.encoding)
+                tok, why = engines.quicktok_encoding(self.encoding)
                 if tok is not None:
                     return engines.QuicktokEngine(tok, self.encoding)
             else:
