@@ -5,7 +5,7 @@ Core and Rich are imported inside the commands so ``ctxfold --help`` starts fast
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,9 @@ from ctxfold.cli.options import (
     TokenizerOpt,
     WindowOpt,
 )
+
+if TYPE_CHECKING:
+    from ctxfold.engine.replay import Report
 
 app = typer.Typer(
     name="ctxfold",
@@ -195,13 +198,8 @@ def report(
     from ctxfold.cli.jobs import counting, read_files
     from ctxfold.cli.options import check_by
     from ctxfold.config import load_config
-    from ctxfold.engine.calibration import make_calibrator
+    from ctxfold.engine.calibration import make_calibrator, report_tokenizer
     from ctxfold.engine.profile import Profiles
-    from ctxfold.engine.replay import Report, report_from, report_tokenizer
-    from ctxfold.engine.report_doc import explain as explain_lines
-    from ctxfold.engine.report_doc import summary, to_dict, totals
-    from ctxfold.engine.triggers import parse_trigger
-    from ctxfold.engine.usage import session_usage, table_doc
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
     from ctxfold.settings import effective, setting
@@ -213,7 +211,11 @@ def report(
     if brief and all_rows:
         raise UsageError("--brief prints one line per file, --all every request of one: give one of them")
     check_by(by, brief=brief, all_rows=all_rows)
-    rule = parse_trigger(trigger) if trigger else None  # a typo fails before any file is read
+    rule = None
+    if trigger:
+        from ctxfold.engine.triggers import parse_trigger
+
+        rule = parse_trigger(trigger)  # a typo fails before any file is read
     config = load_config()
     profiles = None if no_profile else Profiles()  # read once, saved once, for every file
     notes = render.notes(config.warnings, profiles.warnings if profiles else [], json_out=json_out)
@@ -232,6 +234,10 @@ def report(
     )  # fmt: skip
 
     def finish(est: FileEstimate) -> Report:  # here, in file order: the profile evolves as in one process
+        # the report's own modules, first loaded here: while the workers read
+        from ctxfold.engine.replay import report_from
+        from ctxfold.engine.report_doc import summary
+
         rep = report_from(
             est,
             calibration=calibration,
@@ -260,6 +266,10 @@ def report(
 
         draw(reports[0], plot)
     if json_out:
+        from ctxfold.engine.report_doc import explain as explain_lines
+        from ctxfold.engine.report_doc import to_dict, totals
+        from ctxfold.engine.usage import session_usage, table_doc
+
         docs = [to_dict(r) for r in reports]
         for doc, r in zip(docs, reports, strict=True):  # tokens by how they are billed, dates
             doc["usage"] = session_usage(r.estimate, r.prices)

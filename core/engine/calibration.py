@@ -23,10 +23,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ctxfold.errors import UsageError
 from ctxfold.names import did_you_mean
+
+if TYPE_CHECKING:
+    from ctxfold.config import Config
 
 MIN_FACTOR, MAX_FACTOR = 1.0, 5.0
 # Real tokens per o200k token, by provider, when nothing better is known. Measured on the real
@@ -310,6 +313,16 @@ CALIBRATORS: dict[str, Callable[[Prior, str], Calibrator]] = {
     ),
 }
 DEFAULT_CALIBRATOR = "growth"
+
+
+def report_tokenizer(calibration: str, tokenizer: str | None, config: Config | None) -> str | None:
+    """The tokenizer a report counts with: the seed rule is defined on len/4, unless one was chosen."""
+    from ctxfold.config import Config
+    from ctxfold.settings import setting
+
+    if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":
+        return "heuristic"
+    return tokenizer
 
 
 def make_calibrator(name: str, prior: Prior | None = None, tokenizer: str = "o200k") -> Calibrator:

@@ -22,6 +22,7 @@ from ctxfold.engine.calibration import (
     Calibrator,
     Prior,
     make_calibrator,
+    report_tokenizer,
 )
 from ctxfold.engine.now import learn_from, prior_for
 from ctxfold.engine.policy import Policy, decide, make_policy
@@ -29,7 +30,6 @@ from ctxfold.engine.profile import Profiles
 from ctxfold.engine.triggers import Trigger, TriggerReplay, parse_trigger, replay_trigger
 from ctxfold.formats.loader import Opened
 from ctxfold.prices import PriceList
-from ctxfold.settings import setting
 from ctxfold.tokens.estimate import FileEstimate
 from ctxfold.tokens.incremental import count_file
 
@@ -287,13 +287,6 @@ def report_file(
         config=config,
         rule=rule,
     )
-
-
-def report_tokenizer(calibration: str, tokenizer: str | None, config: Config | None) -> str | None:
-    """The tokenizer a report counts with: the seed rule is defined on len/4, unless one was chosen."""
-    if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":
-        return "heuristic"
-    return tokenizer
 
 
 def report_from(
