@@ -1,9 +1,9 @@
 """All terminal output: Rich tables on a terminal, plain text when piped, JSON on request.
 
-With ``render_report`` (the replay tables), the only modules that import Rich, and only once
-something is printed with it: a ``--json`` run never loads it, and a folder's run loads it while
-its workers read. Warnings and progress go to stderr so stdout stays clean for ``--json`` and
-pipes.
+With ``render_report`` (the replay tables) and ``render_usage``, the only modules that import
+Rich, and only once something is printed with it: a ``--json`` run never loads it, and a
+folder's report loads it once its files are read (not before its workers fork). Warnings and
+progress go to stderr so stdout stays clean for ``--json`` and pipes.
 """
 
 from __future__ import annotations
