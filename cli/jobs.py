@@ -173,7 +173,7 @@ def _round(
     """Read the files ``todo`` (indices) in a pool; return those lost to a broken pool."""
     from concurrent.futures.process import BrokenProcessPool
 
-    chunks = [todo[i : i + chunk] for i in range(0, len(todo), chunk)]
+    chunks = _chunks(todo, chunk, jobs)
     lost: list[int] = []
     pool = _pool(jobs)
     try:
@@ -192,6 +192,19 @@ def _round(
         raise
     pool.shutdown(wait=True)
     return lost
+
+
+def _chunks(todo: list[int], chunk: int, jobs: int) -> list[list[int]]:
+    """``todo`` in tasks of at most ``chunk`` files, in order, smaller towards the end (a
+    quarter of what is left per worker): the workers run out of files at about the same time,
+    not one chunk apart."""
+    out: list[list[int]] = []
+    i = 0
+    while i < len(todo):
+        size = max(1, min(chunk, (len(todo) - i) // (2 * jobs)))
+        out.append(todo[i : i + size])
+        i += size
+    return out
 
 
 def _advancing(advance: Callable[[], None], future: Any, n: int) -> Callable[[Any], None]:

@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 import pytest
 from conftest import FIXTURES, real_files
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxfold.cli import jobs
@@ -243,3 +245,16 @@ def test_a_helper_thread_starts_when_what_is_left_pays_for_it(
     # batch k (0-based) goes to the thread once k million characters were counted here
     want = 0 if handed_from is None else 10 - handed_from
     assert len(tok.handed) == want
+
+
+@given(st.integers(0, 3000), st.integers(1, 32), st.integers(1, 8))
+def test_the_tasks_take_every_file_once_in_order_smaller_at_the_end(n: int, chunk: int, workers: int) -> None:
+    """The workers run out of files together: tasks shrink towards the end, none over the cap,
+    and together they are the files in order."""
+    tasks = jobs._chunks(list(range(n)), chunk, workers)
+    assert [i for t in tasks for i in t] == list(range(n))
+    sizes = [len(t) for t in tasks]
+    assert all(0 < s <= chunk for s in sizes)
+    assert sizes == sorted(sizes, reverse=True)
+    if n > 2 * workers:
+        assert sizes[-1] == 1
