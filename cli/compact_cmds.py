@@ -161,7 +161,7 @@ def compact(
     NAME.ctxfold.json (beside the input, or in --out-dir); the input is never modified. Run again
     on the grown session, it folds only what was appended.
     """
-    from ctxfold.cli import render
+    from ctxfold.cli import render, render_compact
     from ctxfold.cli.errors import attributed
     from ctxfold.compaction.doc import compact_doc
     from ctxfold.compaction.run import CompactOptions, compact_file
@@ -241,7 +241,7 @@ def compact(
         doc = compact_doc(result)
         render.emit_json({"command": "compact", "version": 1, **doc, "warnings": [*notes, *doc["warnings"]]})
     else:
-        render.compact(result)
+        render_compact.compact(result)
 
 
 @handle_errors
@@ -255,7 +255,7 @@ def validate(
 
     One line per file and per violation (FILE:LINE: what is wrong); exit 1 if any rule is broken.
     """
-    from ctxfold.cli import render
+    from ctxfold.cli import render, render_compact
     from ctxfold.cli.errors import EXIT_FAILURE
     from ctxfold.cli.inputs import expand
     from ctxfold.formats.validate import validate as check
@@ -266,7 +266,7 @@ def validate(
         docs = [v.to_dict() for v in results]
         render.emit_json({"command": "validate", "version": 1, "files": docs, "failed": failed})
     else:
-        render.validation(results)
+        render_compact.validation(results)
         render.failed(failed, len(results))
     if failed or any(not v.ok for v in results):
         raise SystemExit(EXIT_FAILURE)
@@ -278,7 +278,7 @@ def show_config(json_out: JsonOpt = False) -> None:
 
     Flags, then CTXFOLD_* variables, then ctxfold.toml, then the defaults; API keys redacted.
     """
-    from ctxfold.cli import render
+    from ctxfold.cli import render, render_compact
     from ctxfold.config import load_config
     from ctxfold.paths import config_candidates
     from ctxfold.settings import effective, keys
@@ -298,4 +298,4 @@ def show_config(json_out: JsonOpt = False) -> None:
     if json_out:
         render.emit_json(doc)
     else:
-        render.config(doc)
+        render_compact.config(doc)
