@@ -317,7 +317,7 @@ DEFAULT_CALIBRATOR = "growth"
 
 def report_tokenizer(calibration: str, tokenizer: str | None, config: Config | None) -> str | None:
     """The tokenizer a report counts with: the seed rule is defined on len/4, unless one was chosen."""
-    from ctxfold.config import Config
+    from ctxfold.config import Config  # here: the statusline imports this module, not the settings
     from ctxfold.settings import setting
 
     if calibration == "seed" and setting("tokenizer", tokenizer, config or Config()).source == "default":

@@ -16,9 +16,10 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxfold.errors import TokenizerError
+from ctxfold.hashes import sha256
 
 if TYPE_CHECKING:
     import tiktoken
@@ -60,13 +61,6 @@ _cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
 
 
-def sha256_of(data: bytes) -> Any:
-    """hashlib's sha256, imported when a table is checked (OpenSSL's load is 3-5 ms a start)."""
-    import hashlib
-
-    return hashlib.sha256(data)
-
-
 def pattern(name: str) -> str:
     """The pre-tokenizing pattern of ``name`` (as tiktoken's own registry defines it)."""
     return _PATTERNS[name]
@@ -94,7 +88,7 @@ def read_ranks(name: str, path: Path | None = None) -> dict[bytes, int]:
         raw = gzip.decompress(path.read_bytes())
     except (OSError, EOFError) as err:
         raise TokenizerError(f"cannot read {path}: {err}") from None
-    digest = sha256_of(raw).hexdigest()
+    digest = sha256(raw).hexdigest()
     if digest != PINNED_SHA256[name]:
         raise TokenizerError(
             f"{path}: sha256 {digest[:12]}… does not match the value tiktoken pins for {name} "
@@ -209,17 +203,20 @@ def reference_count(name: str, text: str) -> int:
     try:
         return len(get_encoding(name).encode_ordinary(text))
     except BaseException as err:
-        raise cannot_split(text, err) from None
+        failure = cannot_split(text, err)
+        if failure is None:
+            raise
+        raise failure from None
 
 
-def cannot_split(text: str, err: BaseException) -> BaseException:
-    """What to raise when tiktoken fails on ``text``: its pattern's backtracking runs out of
-    stack on some long runs (a million spaces: a ValueError, or a Rust panic by the public
-    call), which is a limit of the engine, not a bug here. Anything else is raised as it is."""
+def cannot_split(text: str, err: BaseException) -> TokenizerError | None:
+    """The error to raise when tiktoken failed on ``text`` because its pattern's backtracking ran
+    out of stack on a long run (a million spaces: a ValueError, or a Rust panic by the public
+    call), a limit of the engine, not a bug here; None for any other error."""
     if type(err).__name__ != "PanicException" and not (
         isinstance(err, ValueError) and "Regex error" in str(err)
     ):
-        return err
+        return None
     return TokenizerError(
         f"tiktoken cannot split a text of {len(text):,} characters (its pattern ran out of stack "
         "on a long run); rs-bpe and quicktok count it: install one, or leave CTXFOLD_BPE unset"
@@ -246,7 +243,7 @@ def cached_ranks(name: str) -> dict[bytes, int]:
     try:
         data = path.read_bytes()
         body = data[40:]
-        if data[:8] == _RANKS_MAGIC and sha256_of(body).digest() == data[8:40]:
+        if data[:8] == _RANKS_MAGIC and sha256(body).digest() == data[8:40]:
             ranks = marshal.loads(body)
             if isinstance(ranks, dict) and ranks:
                 return ranks
@@ -257,7 +254,7 @@ def cached_ranks(name: str) -> dict[bytes, int]:
     try:
         from ctxfold.atomic import write_atomic
 
-        write_atomic(path, _RANKS_MAGIC + sha256_of(body).digest() + body)
+        write_atomic(path, _RANKS_MAGIC + sha256(body).digest() + body)
     except Exception:  # a cache folder that cannot be written only costs the next process time
         pass
     return ranks
