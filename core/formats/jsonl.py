@@ -32,6 +32,10 @@ MAX_DEPTH = 128
 # many reads and copies (200 MB of Claude Code log: 0.10–0.25 s to split into lines, 0.07 s with
 # this; its estimate 5–8 % faster). 256 KB split no faster, and a statusline seemed to pay for it.
 READ_BUFFER = 64 * 1024
+# Every byte but the two that open a nested value: deleting them leaves a line's openers, which
+# bound its depth. One pass (0.157 s over 200 MB of Claude Code log), where counting "{" and "["
+# took two (0.204 s): 2 % of that log's estimate.
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"{[")
 
 
 def open_binary(path: str | Path) -> BinaryIO:
@@ -166,7 +170,7 @@ def _parse(raw: bytes, no: int, last: bool) -> Line | LineError:
         if last and _half_written(raw, err):
             return PartialLineError(line=no)
         return LineError(_describe(raw, err), no)
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
+    if len(raw.translate(None, _NOT_OPENERS)) > MAX_DEPTH and too_deep(data):
         return LineError(f"nested deeper than {MAX_DEPTH} levels", no)
     return Line(no, data, len(raw))
 
