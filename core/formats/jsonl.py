@@ -34,7 +34,7 @@ MAX_DEPTH = 128
 READ_BUFFER = 64 * 1024
 # Every byte but the two that open a nested value: deleting them leaves a line's openers, which
 # bound its depth. One pass (0.157 s over 200 MB of Claude Code log), where counting "{" and "["
-# took two (0.204 s): 2 % of that log's estimate.
+# took two (0.204 s); that log's `estimate` 2.244 -> 2.215 s (medians of 5).
 _NOT_OPENERS = bytes(b for b in range(256) if b not in b"{[")
 
 
