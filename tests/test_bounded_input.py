@@ -23,7 +23,8 @@ from conftest import FIXTURES
 from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
-from ctxfold.formats.jsonl import MAX_DEPTH, too_deep
+from ctxfold.errors import LineError
+from ctxfold.formats.jsonl import MAX_DEPTH, iter_lines, too_deep
 from ctxfold.transcript.model import MAX_COUNT, CountError, Usage
 
 runner = CliRunner()
@@ -132,6 +133,28 @@ def test_depth_is_measured_without_recursion() -> None:
         value = [value]
     assert too_deep(value) and not too_deep([[["x"]]]) and too_deep([[["x"]]], limit=2)
     assert not too_deep(json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH))
+
+
+def _nested(depth: int, opener: str) -> str:
+    """A line ``depth`` levels deep, each level opened by one of ``opener``'s characters in turn."""
+    head = tail = ""
+    for i in range(depth):
+        o = opener[i % len(opener)]
+        head += '{"k":' if o == "{" else "["
+        tail = ("}" if o == "{" else "]") + tail
+    return head + "1" + tail
+
+
+@pytest.mark.parametrize("opener", ["[", "{", "{[", "[{{"])
+def test_the_cap_is_exact_through_the_line_reader(tmp_path: Path, opener: str) -> None:
+    filler = '{"text": "' + "[{" * 300 + '"}'  # openers inside a string nest nothing
+    lines = [_nested(MAX_DEPTH, opener), _nested(MAX_DEPTH + 1, opener), filler]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    first, second, third = iter_lines(path)
+    assert not isinstance(first, LineError) and not isinstance(third, LineError)
+    assert isinstance(second, LineError) and second.line == 2
+    assert f"nested deeper than {MAX_DEPTH} levels" in str(second)
 
 
 @pytest.mark.parametrize("bad", [-1, MAX_COUNT + 1, 2**64, 1.5, float("inf"), float("nan"), True, "12"])
