@@ -211,6 +211,48 @@ def test_an_unchanged_file_is_answered_from_the_result_kept(tmp_path: Path) -> N
     assert _cached(link, trace) == _doc(link) and trace["answered"] == 1
 
 
+def _aged(path: Path, data: bytes, seconds: int = 3600) -> None:
+    """Write ``data`` to ``path`` and date its modification ``seconds`` back (its change time is
+    now: ctime cannot be set back, which is what makes it worth checking)."""
+    path.write_bytes(data)
+    old = time.time_ns() - seconds * 10**9
+    os.utime(path, ns=(old, old))
+
+
+def test_an_old_file_unchanged_is_answered_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(countstore, "RACY_NS", 0)  # its change time is this test's
+    target, data = _session(tmp_path)
+    _aged(target, data)
+    cold = _doc(target)
+    assert _cached(target) == cold
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == cold and trace["answered"] == 1 and trace["checked"] == 0
+    # rewritten in place: the same size, one letter changed, its modification time set back as
+    # it was; its change time moves on, so the bytes are checked and the answer refused
+    mtime = target.stat().st_mtime_ns
+    at = data.index(b'"text":"') + 9
+    changed = data[:at] + (b"X" if data[at : at + 1] != b"X" else b"Y") + data[at + 1 :]
+    time.sleep(0.05)  # past the clock tick the file's times are taken from
+    target.write_bytes(changed)
+    os.utime(target, ns=(mtime, mtime))
+    trace = {}
+    assert _cached(target, trace) == _doc(target) != cold
+    assert trace["checked"] == 1 and not trace["answered"]
+
+
+def test_a_file_kept_just_after_a_write_is_checked_byte_by_byte(tmp_path: Path) -> None:
+    target, data = _session(tmp_path)
+    target.write_bytes(data)  # written now: within RACY_NS of the result kept
+    assert _cached(target) == _doc(target)
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == _doc(target) and trace["answered"] == 1 and trace["checked"] == 1
+    header = json.loads(_entry(tmp_path).read_bytes().split(b"\n", 2)[1])
+    meta = header["answer"]
+    assert meta["stat"][0] == len(data) and meta["kept_ns"] - meta["stat"][1] < countstore.RACY_NS
+
+
 def test_a_large_file_keeps_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ctxfold.tokens import incremental
 

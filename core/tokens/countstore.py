@@ -4,8 +4,9 @@ cache folder (``~/.cache/ctxfold/counts``, or under ``$XDG_CACHE_HOME``).
 An entry is a text header (what it was made from: the settings, the byte offset it stopped at,
 the CRC-32 of the bytes before it, the CRC-32 of the state) and the state, pickled; then, for a
 file of up to ``ANSWER_MAX`` bytes, the result of the file as it was read (its size, the CRC-32
-of all its bytes, the result pickled): a file unchanged since is answered from it without
-reading on (a folder of old sessions reported again). It is a cache, so it
+of all its bytes, its metadata and when it was kept, the result pickled): a file unchanged since
+is answered from it without reading on (a folder of old sessions reported again), and without
+reading it at all when its metadata shows no write since (``unchanged``). It is a cache, so it
 is never trusted: an entry that is not one of ours, names other settings, or whose state does not
 match its checksum is ignored with a warning and replaced; one written by another version of
 ctxfold is replaced without one. The state is unpickled only after those checks, and then only
@@ -53,6 +54,13 @@ SWEPT = ".swept"  # touched at each sweep; a process sweeps at its first write i
 SWEEP_EVERY = 300  # seconds
 MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
 SUFFIX = ".bin"
+# A file whose size, inode and modification time are those it had when its result was kept is
+# answered without reading it again, unless its modification or change time is later than this
+# long before the keeping: a write in the same clock tick as the read could leave the times as
+# they were (git's "racily clean" files), and any write since moves the change time to now (it
+# cannot be set back, unlike the modification time). Filesystems that keep times to 2 s (FAT)
+# are covered too.
+RACY_NS = 3 * 10**9
 _STALE_TEMP = 3600.0  # seconds: a temp file this old was left by a process that died
 _SAFE = {
     ("builtins", name)
@@ -63,7 +71,8 @@ _SAFE = {
 @dataclass(frozen=True)
 class Entry:
     """A cached state as read back: its header (``offset``, ``lines``, ``prefix_crc32``, and
-    ``answer``: ``size`` and ``crc32`` of the file the answer was read from), the pickled state
+    ``answer``: ``size``, ``crc32``, ``stat`` and ``kept_ns`` of the file the answer was read
+    from, the last two when its size did not change as it was read), the pickled state
     and the pickled answer (or None), not yet unpickled."""
 
     header: dict[str, Any]
@@ -171,8 +180,8 @@ class CountStore:
         payload: bytes,
         answer: tuple[dict[str, Any], bytes] | None = None,
     ) -> None:
-        """Write the entry atomically, with the ``answer`` (its ``size`` and ``crc32``, and the
-        pickled result) after the state; a folder that cannot be written only costs the cache."""
+        """Write the entry atomically, with the ``answer`` (its header, and the pickled result)
+        after the state; a folder that cannot be written only costs the cache."""
         if len(payload) + (len(answer[1]) if answer else 0) > MAX_BYTES // 4:
             return
         head = {"version": VERSION, "key": json.loads(_canonical(key)), **header}
@@ -227,6 +236,20 @@ class CountStore:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             total -= size
+
+
+def stat_of(st: os.stat_result) -> list[int]:
+    """What tells a file from another, or from a rewrite of it, short of reading it."""
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+
+
+def unchanged(meta: dict[str, Any], st: os.stat_result) -> bool:
+    """Whether ``meta`` (an answer's header) was kept from this very file, as ``st`` shows it
+    now: the same :func:`stat_of`, and not written since ``RACY_NS`` before the keeping."""
+    kept = meta.get("kept_ns")
+    if meta.get("stat") != stat_of(st) or not isinstance(kept, int):
+        return False
+    return max(st.st_mtime_ns, st.st_ctime_ns) <= kept - RACY_NS
 
 
 def _canonical(value: Any) -> bytes:

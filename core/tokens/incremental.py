@@ -10,7 +10,8 @@ left out). Its result is the cold run's, field for field; the tests compare them
 Beside the state, the result itself is kept (for a file of up to ``ANSWER_MAX`` bytes, read
 cold or found unchanged since its state; not after it grew, as a live session does every
 turn): a file of the same size whose bytes all check is answered from it, nothing restored or
-read on.
+read on; one not written to since shortly before the result was kept, as its metadata shows
+(``countstore.unchanged``), without reading its bytes (a folder of old sessions).
 
 What is cached depends only on the file and on the settings that choose the tokenizer, framing
 and window (``--model``, ``--tokenizer``, ``--window``, their environment variables and the
@@ -30,6 +31,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -53,6 +55,8 @@ from ctxfold.tokens.countstore import (
     PrefixHash,
     complete_end,
     dumps,
+    stat_of,
+    unchanged,
     unpickle,
 )
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
@@ -112,7 +116,8 @@ def estimate_incremental(
     run = _Run(path, spec, fmt, skip_invalid, on_progress)
     with open_binary(path) as f:
         run.f = f
-        size = os.fstat(f.fileno()).st_size
+        run.stat = os.fstat(f.fileno())
+        size = run.stat.st_size
         cut = complete_end(f, size)
         found = store.load(key, notes) if cut else None
         est = run.answered(found, size, notes) if found is not None else None
@@ -137,6 +142,7 @@ def estimate_incremental(
         trace["resumed"] = run.resumed
         trace["kept"] = run.saved[0]["offset"] if run.saved is not None and est is not None else 0
         trace["answered"] = int(run.answer_hit)
+        trace["checked"] = int(run.checked)
     est.notes = [*notes, *est.notes]
     return est
 
@@ -232,6 +238,8 @@ class _Run:
         self.entries = 0
         self.resumed = 0
         self.answer_hit = False
+        self.checked = False  # whether the file's bytes were read to check a kept answer
+        self.stat: os.stat_result | None = None  # the file's, when it was opened
         # the CRC-32 of every byte the result was read from, and how many (None: not known),
         # and the bytes after the complete lines (None: not read as a tail)
         self.read: tuple[PrefixHash, int] | None = None
@@ -254,17 +262,20 @@ class _Run:
             yield item
 
     def answered(self, found: Entry, size: int, notes: list[str]) -> FileEstimate | None:
-        """The result kept in ``found``, when the file is the one it was read from: the same
-        size, and the same CRC-32 of all its bytes."""
+        """The result kept in ``found``, when the file is the one it was read from: by its
+        metadata (``countstore.unchanged``), else the same size and CRC-32 of all its bytes."""
         meta = found.header.get("answer")
         if found.answer is None or not isinstance(meta, dict) or meta.get("size") != size:
             return None
-        check = PrefixCheck(self.path, size)  # in a thread beside the unpickling, when large
+        known = self.stat is not None and unchanged(meta, self.stat)
+        # else the bytes are checked in a thread beside the unpickling, when large
+        check = None if known else PrefixCheck(self.path, size)
+        self.checked = check is not None
         try:
             est = unpickle(found.answer)
         except Exception:
             est = None
-        if check.result().hexdigest() != meta.get("crc32"):
+        if check is not None and check.result().hexdigest() != meta.get("crc32"):
             return None  # rewritten in place: the state's own checks decide what to reuse
         if not isinstance(est, FileEstimate):
             notes.append(UNREADABLE)
@@ -282,7 +293,10 @@ class _Run:
             data = dumps(est)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
             return None
-        return {"size": self.read[1], "crc32": self.read[0].hexdigest()}, data
+        meta: dict[str, Any] = {"size": self.read[1], "crc32": self.read[0].hexdigest()}
+        if self.stat is not None and self.stat.st_size == self.read[1]:  # nothing written meanwhile
+            meta.update(stat=stat_of(self.stat), kept_ns=time.time_ns())
+        return meta, data
 
     def cold(self, cut: int) -> FileEstimate | None:
         self.saved, self.skipped, self.entries, self.resumed = None, [], 0, 0
