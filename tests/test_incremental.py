@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
 from ctxfold.config import Config
-from ctxfold.tokens import countstore
+from ctxfold.tokens import countstore, filecheck
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import Spec, estimate_file, estimate_to_dict
 from ctxfold.tokens.incremental import cache_key, estimate_incremental
@@ -149,7 +149,7 @@ def _session(tmp_path: Path) -> tuple[Path, bytes]:
 def test_a_rewritten_prefix_is_counted_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline: bool
 ) -> None:
-    from ctxfold.tokens.countstore import PrefixCheck
+    from ctxfold.tokens.filecheck import PrefixCheck
 
     monkeypatch.setattr(PrefixCheck, "INLINE", 1 << 40 if inline else 0)
     target, data = _session(tmp_path)
@@ -222,7 +222,7 @@ def _aged(path: Path, data: bytes, seconds: int = 3600) -> None:
 def test_an_old_file_unchanged_is_answered_without_reading_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(countstore, "RACY_NS", 0)  # its change time is this test's
+    monkeypatch.setattr(filecheck, "RACY_NS", 0)  # its change time is this test's
     target, data = _session(tmp_path)
     _aged(target, data)
     cold = _doc(target)
@@ -250,7 +250,7 @@ def test_a_file_kept_just_after_a_write_is_checked_byte_by_byte(tmp_path: Path) 
     assert _cached(target, trace) == _doc(target) and trace["answered"] == 1 and trace["checked"] == 1
     header = json.loads(_entry(tmp_path).read_bytes().split(b"\n", 2)[1])
     meta = header["answer"]
-    assert meta["stat"][0] == len(data) and meta["kept_ns"] - meta["stat"][1] < countstore.RACY_NS
+    assert meta["stat"][0] == len(data) and meta["kept_ns"] - meta["stat"][1] < filecheck.RACY_NS
 
 
 def test_a_large_file_keeps_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -296,6 +296,28 @@ def test_a_damaged_entry_is_ignored_with_a_warning(tmp_path: Path, damage: str) 
     warm["warnings"] = [w for w in warm["warnings"] if w not in notes]
     assert warm == cold
     assert _cached(target) == cold  # the entry was replaced: no warning the next time
+
+
+def test_an_answer_is_read_without_the_state_it_does_not_need(tmp_path: Path) -> None:
+    target, data = _session(tmp_path)
+    target.write_bytes(data)
+    cold = _doc(target)
+    _cached(target)
+    entry = _entry(tmp_path)
+    raw = entry.read_bytes()
+    header = json.loads(raw.split(b"\n", 2)[1])
+    state_at = raw.index(b"\n", len(countstore.MAGIC)) + 1 + 10  # a byte of the state
+    assert state_at < len(raw) - header["answer"]["bytes"]
+    entry.write_bytes(raw[:state_at] + bytes([raw[state_at] ^ 0xFF]) + raw[state_at + 1 :])
+    trace: dict[str, int] = {}
+    warm = _cached(target, trace)  # answered: the damaged state is not read, nor reported
+    assert warm == cold and trace["answered"] == 1
+    grown = data + data[: data.index(b"\n") + 1]  # one line more: the state is needed now
+    target.write_bytes(grown)
+    trace = {}
+    warm = _cached(target, trace)
+    notes = [w for w in warm["warnings"] if "count cache entry" in w]
+    assert trace["resumed"] == 0 and len(notes) == 1 and "damaged" in notes[0]
 
 
 @pytest.mark.parametrize("part", ["state", "answer"])
@@ -424,11 +446,11 @@ def test_checks_of_a_prefix_in_threads_switch_quickly_then_put_the_interval_back
     path = tmp_path / "session.jsonl"
     path.write_bytes(os.urandom(3 << 20))  # over PrefixCheck.INLINE: checked in a thread
     release = threading.Event()
-    check = countstore.PrefixCheck._check
-    monkeypatch.setattr(countstore.PrefixCheck, "_check", lambda self: (release.wait(10), check(self)))
+    check = filecheck.PrefixCheck._check
+    monkeypatch.setattr(filecheck.PrefixCheck, "_check", lambda self: (release.wait(10), check(self)))
     before = sys.getswitchinterval()
-    checks = [countstore.PrefixCheck(str(path), size) for size in (2 << 20, 3 << 20)]  # at once
-    assert sys.getswitchinterval() == min(before, countstore.SWITCH_INTERVAL)
+    checks = [filecheck.PrefixCheck(str(path), size) for size in (2 << 20, 3 << 20)]  # at once
+    assert sys.getswitchinterval() == min(before, filecheck.SWITCH_INTERVAL)
     release.set()
     digests = [c.result().hexdigest() for c in checks]
     assert sys.getswitchinterval() == before

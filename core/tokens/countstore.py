@@ -6,17 +6,18 @@ the CRC-32 of the bytes before it, the CRC-32 of the state) and the state, pickl
 file of up to ``ANSWER_MAX`` bytes, the result of the file as it was read (its size, the CRC-32
 of all its bytes, its metadata and when it was kept, the result pickled): a file unchanged since
 is answered from it without reading on (a folder of old sessions reported again), and without
-reading it at all when its metadata shows no write since (``unchanged``). It is a cache, so it
-is never trusted: an entry that is not one of ours, names other settings, or whose state does not
-match its checksum is ignored with a warning and replaced; one written by another version of
-ctxfold is replaced without one. The state is unpickled only after those checks, and then only
-ctxfold's own classes and plain containers may be rebuilt from it (no function is ever called).
+reading it at all when its metadata shows no write since (``filecheck.unchanged``). It is a
+cache, so it is never trusted: an entry that is not one of ours, names other settings, or whose
+state does not match its checksum is ignored with a warning and replaced; one written by
+another version of ctxfold is replaced without one. The state is unpickled only after those
+checks, and then only ctxfold's own classes and plain containers may be rebuilt from it (no
+function is ever called).
 Writes are atomic (a temp file renamed over the entry; no fsync: a torn entry fails its checksum),
 and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first (checked
 at most every ``SWEEP_EVERY`` seconds, and whenever one process has written an eighth of it).
 
-Also here: the chunks a kept replay is pickled in (``Chunks``), and the check of the bytes an
-entry was made from (``PrefixCheck``, in a thread).
+Also here: the chunks a kept replay is pickled in (``Chunks``). Whether the session file is
+still the one an entry was made from is ``filecheck``'s.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import io
 import json
 import os
 import pickle
-import sys
-import threading
 import time
 import zlib
 from dataclasses import dataclass, replace
@@ -40,8 +39,6 @@ from ctxfold.paths import cache_dir
 from ctxfold.tokens.session import Replay, collector_paused
 
 MAGIC = b"ctxfold count cache\n"
-CHUNK = 8 << 20  # bytes read at a time to check a prefix (few: each read gives up the GIL)
-TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
 MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again, afresh
 SLICE = 4096  # requests or messages per pickled chunk
 VERSION = 4  # 4: the state and result checked by CRC-32; 3: the file's result may follow the state;
@@ -54,13 +51,6 @@ SWEPT = ".swept"  # touched at each sweep; a process sweeps at its first write i
 SWEEP_EVERY = 300  # seconds
 MAX_BYTES = 256 * 2**20  # the whole folder; a single entry may take a quarter of it
 SUFFIX = ".bin"
-# A file whose size, inode and modification time are those it had when its result was kept is
-# answered without reading it again, unless its modification or change time is later than this
-# long before the keeping: a write in the same clock tick as the read could leave the times as
-# they were (git's "racily clean" files), and any write since moves the change time to now (it
-# cannot be set back, unlike the modification time). Filesystems that keep times to 2 s (FAT)
-# are covered too.
-RACY_NS = 3 * 10**9
 _STALE_TEMP = 3600.0  # seconds: a temp file this old was left by a process that died
 _SAFE = {
     ("builtins", name)
@@ -72,12 +62,14 @@ _SAFE = {
 class Entry:
     """A cached state as read back: its header (``offset``, ``lines``, ``prefix_crc32``, and
     ``answer``: ``size``, ``crc32``, ``stat`` and ``kept_ns`` of the file the answer was read
-    from, the last two when its size did not change as it was read), the pickled state
-    and the pickled answer (or None), not yet unpickled."""
+    from, the last two when its size did not change as it was read), the pickled state (None:
+    not read yet, see ``CountStore.with_state``) and the pickled answer (or None), not yet
+    unpickled; ``source``, the entry's file and header line, to read the state from later."""
 
     header: dict[str, Any]
-    payload: bytes
+    payload: bytes | None
     answer: bytes | None = None
+    source: tuple[Path, bytes] | None = None
 
     def kept(self) -> dict[str, Any]:
         """The header as ``save`` takes it again (what describes the state, no answer)."""
@@ -115,50 +107,106 @@ class CountStore:
     def path_for(self, key: dict[str, Any]) -> Path:
         return self.folder / f"{digest(_canonical(key))}{SUFFIX}"
 
-    def load(self, key: dict[str, Any], notes: list[str]) -> Entry | None:
+    def load(self, key: dict[str, Any], notes: list[str], size: int | None = None) -> Entry | None:
         """The entry for ``key``, or None (none, another version's, or not trusted: then a
-        line in ``notes`` says so)."""
+        line in ``notes`` says so). With ``size`` (the file's now), an entry whose result was
+        kept for that size is read as far as its header and then only that result: answering
+        from it needs no state, most of an entry; :meth:`with_state` reads it when it does."""
         path = self.path_for(key)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                head = f.readline()
+                line = f.readline() if head == MAGIC else b""
+                header = self._header(path, head, line, key, notes)
+                if header is None:
+                    return None
+                meta = header.get("answer")
+                if size is not None and isinstance(meta, dict) and meta.get("size") == size:
+                    left = os.fstat(f.fileno()).st_size - f.tell()
+                    entry = self._answer_only(path, f, header, left, notes, line)
+                else:
+                    entry = self._whole(path, header, f.read(), notes)
         except OSError:
             return None
-        damaged = f"the count cache entry {path} is damaged: ignored, the file is counted afresh"
-        if not data.startswith(MAGIC):
+        if entry is not None:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # used now: evicted last
+        return entry
+
+    def with_state(self, entry: Entry, notes: list[str]) -> Entry | None:
+        """``entry`` with its state read and checked, if :meth:`load` left it out (None: not
+        readable, damaged, or replaced by another run's since)."""
+        if entry.payload is not None or entry.source is None:
+            return entry
+        path, line = entry.source
+        try:
+            with open(path, "rb") as f:
+                if f.readline() != MAGIC or f.readline() != line:
+                    return None  # another run wrote its own since: as if there were none
+                rest = f.read()
+        except OSError:
+            return None
+        return self._whole(path, entry.header, rest, notes)
+
+    @staticmethod
+    def _damaged(path: Path) -> str:
+        return f"the count cache entry {path} is damaged: ignored, the file is counted afresh"
+
+    def _header(
+        self, path: Path, head: bytes, line: bytes, key: dict[str, Any], notes: list[str]
+    ) -> dict[str, Any] | None:
+        """The entry's header, if it is one of ours, this version's, for ``key``."""
+        if head != MAGIC:
             notes.append(
                 f"the count cache entry {path} is not one of ctxfold's: ignored, the file is counted afresh"
             )
             return None
-        end = data.find(b"\n", len(MAGIC))
         try:
-            header = json.loads(data[len(MAGIC) : end])
+            header = json.loads(line)
         except ValueError:
-            notes.append(damaged)
-            return None
-        if not isinstance(header, dict) or end < 0:
-            notes.append(damaged)
+            header = None
+        if not isinstance(header, dict) or not line.endswith(b"\n"):
+            notes.append(self._damaged(path))
             return None
         if header.get("version") != VERSION:
             return None  # another ctxfold's: replaced by this run's
         if header.get("key") != json.loads(_canonical(key)):
             notes.append(f"the count cache entry {path} belongs to another file: ignored")
             return None
-        payload, answer = data[end + 1 :], None
+        return header
+
+    def _answer_only(
+        self, path: Path, f: BinaryIO, header: dict[str, Any], left: int, notes: list[str], line: bytes
+    ) -> Entry | None:
+        """The entry with its result (its last bytes) read and checked, and no state yet."""
+        meta = header["answer"]
+        n = meta.get("bytes")
+        if not isinstance(n, int) or not 0 < n <= left:
+            notes.append(self._damaged(path))
+            return None
+        f.seek(-n, os.SEEK_END)
+        answer = f.read(n)
+        if zlib.crc32(answer) != meta.get("check"):
+            notes.append(self._damaged(path))
+            return None
+        return Entry(header, None, answer, (path, line))
+
+    def _whole(self, path: Path, header: dict[str, Any], rest: bytes, notes: list[str]) -> Entry | None:
+        """The entry from everything after its header: the state, then the result if kept."""
+        payload, answer = rest, None
         meta = header.get("answer")
         if meta is not None:
             n = meta.get("bytes") if isinstance(meta, dict) else None
             if not isinstance(n, int) or not 0 < n <= len(payload):
-                notes.append(damaged)
+                notes.append(self._damaged(path))
                 return None
             payload, answer = payload[:-n], payload[-n:]
             if zlib.crc32(answer) != meta.get("check"):
-                notes.append(damaged)
+                notes.append(self._damaged(path))
                 return None
         if zlib.crc32(payload) != header.get("payload_crc32"):
-            notes.append(damaged)
+            notes.append(self._damaged(path))
             return None
-        with contextlib.suppress(OSError):
-            os.utime(path)  # used now: evicted last
         return Entry(header, payload, answer)
 
     def peek(self, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -238,20 +286,6 @@ class CountStore:
             total -= size
 
 
-def stat_of(st: os.stat_result) -> list[int]:
-    """What tells a file from another, or from a rewrite of it, short of reading it."""
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
-
-
-def unchanged(meta: dict[str, Any], st: os.stat_result) -> bool:
-    """Whether ``meta`` (an answer's header) was kept from this very file, as ``st`` shows it
-    now: the same :func:`stat_of`, and not written since ``RACY_NS`` before the keeping."""
-    kept = meta.get("kept_ns")
-    if meta.get("stat") != stat_of(st) or not isinstance(kept, int):
-        return False
-    return max(st.st_mtime_ns, st.st_ctime_ns) <= kept - RACY_NS
-
-
 def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, default=str).encode()
 
@@ -311,115 +345,3 @@ def _sliced(items: list[Any]) -> list[bytes]:
 
 def dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def complete_end(f: BinaryIO, size: int) -> int:
-    """The byte offset just after the last newline in the file's first ``size`` bytes."""
-    pos = size
-    while pos > 0:
-        start = max(0, pos - TAIL)
-        f.seek(start)
-        block = f.read(pos - start)
-        nl = block.rfind(b"\n")
-        if nl >= 0:
-            return start + nl + 1
-        pos = start
-    return 0
-
-
-class PrefixHash:
-    """CRC-32 of the bytes given so far, with a hasher's ``update`` and ``hexdigest``.
-
-    It tells whether the bytes an entry was made from are still the file's first bytes (an
-    appended log keeps them; a rewritten one, or a copied file of the same name, does not), beside
-    the offset and line count. A checksum, not a cryptographic hash: it guards counts of the
-    user's own files against change, not against forgery, at twice SHA-256's speed here (0.07 s
-    against 0.14 s for 200 MB), which a re-run pays for its whole prefix.
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
-
-    def update(self, data: bytes | memoryview) -> None:
-        self.value = zlib.crc32(data, self.value)
-
-    def hexdigest(self) -> str:
-        return f"{self.value:08x}"
-
-
-class PrefixCheck(threading.Thread):
-    """The :class:`PrefixHash` of a file's first ``offset`` bytes, read in a thread of its own
-    (with its own handle; zlib releases the GIL); ``result()`` waits for it. A prefix of up to
-    ``INLINE`` bytes is hashed at once: starting a thread costs more (a folder of small logs)."""
-
-    INLINE = 1 << 20
-
-    def __init__(self, path: str, offset: int) -> None:
-        super().__init__(daemon=True)
-        self.path, self.offset = path, offset
-        self.hasher = PrefixHash()
-        self.inline = offset <= self.INLINE
-        if self.inline:
-            self._check()
-        else:
-            _switch_quickly(True)
-            try:
-                self.start()
-            except BaseException:
-                _switch_quickly(False)
-                raise
-
-    def run(self) -> None:
-        try:
-            self._check()
-        finally:
-            _switch_quickly(False)
-
-    def _check(self) -> None:
-        # large reads into one buffer: the thread takes the GIL back after each read and each
-        # checksum, and waits up to the switch interval for it while the main thread unpickles.
-        # Not larger than an eighth of the prefix, though: each page of a new buffer is a page
-        # fault, and at 8 MB they cost a 20 MB session's statusline 10-15 ms.
-        left = self.offset
-        buf = bytearray(min(CHUNK, left, max(self.INLINE, left // 8)))
-        view = memoryview(buf)
-        with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
-            while left > 0:
-                n = f.readinto(view[: min(len(buf), left)])
-                if not n:
-                    break
-                self.hasher.update(view[:n])
-                left -= n
-        view.release()
-        if left:
-            self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
-
-    def result(self) -> PrefixHash:
-        if not self.inline:
-            self.join()
-        return self.hasher
-
-
-# While a prefix is checked beside the unpickling, the checking thread wants the GIL back after
-# each read and each checksum, and waits up to the switch interval each time (5 ms by default):
-# at SWITCH_INTERVAL, a 200 MB Codex session unchanged resumes in 0.15 s instead of 0.16-0.18.
-SWITCH_INTERVAL = 0.0005
-_switching = threading.Lock()
-_checks = 0  # checks running; the first sets the interval, the last puts the saved one back
-_saved_interval = 0.0
-
-
-def _switch_quickly(on: bool) -> None:
-    global _checks, _saved_interval
-    with _switching:
-        if on:
-            if _checks == 0:
-                _saved_interval = sys.getswitchinterval()
-                sys.setswitchinterval(min(_saved_interval, SWITCH_INTERVAL))
-            _checks += 1
-        else:
-            _checks -= 1
-            if _checks == 0:
-                sys.setswitchinterval(_saved_interval)

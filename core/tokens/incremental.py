@@ -11,7 +11,7 @@ Beside the state, the result itself is kept (for a file of up to ``ANSWER_MAX`` 
 cold or found unchanged since its state; not after it grew, as a live session does every
 turn): a file of the same size whose bytes all check is answered from it, nothing restored or
 read on; one not written to since shortly before the result was kept, as its metadata shows
-(``countstore.unchanged``), without reading its bytes (a folder of old sessions).
+(``filecheck.unchanged``), without reading its bytes (a folder of old sessions).
 
 What is cached depends only on the file and on the settings that choose the tokenizer, framing
 and window (``--model``, ``--tokenizer``, ``--window``, their environment variables and the
@@ -46,20 +46,9 @@ from ctxfold.formats.registry import detect
 from ctxfold.hashes import code_stamp
 from ctxfold.paths import cache_off
 from ctxfold.settings import setting
-from ctxfold.tokens.countstore import (
-    ANSWER_MAX,
-    Chunks,
-    CountStore,
-    Entry,
-    PrefixCheck,
-    PrefixHash,
-    complete_end,
-    dumps,
-    stat_of,
-    unchanged,
-    unpickle,
-)
+from ctxfold.tokens.countstore import ANSWER_MAX, Chunks, CountStore, Entry, dumps, unpickle
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, estimate_file, with_progress
+from ctxfold.tokens.filecheck import PrefixCheck, PrefixHash, complete_end, stat_of, unchanged
 from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
@@ -118,10 +107,11 @@ def estimate_incremental(
         run.f = f
         run.stat = os.fstat(f.fileno())
         size = run.stat.st_size
-        cut = complete_end(f, size)
-        found = store.load(key, notes) if cut else None
+        found = store.load(key, notes, size) if size else None
         est = run.answered(found, size, notes) if found is not None else None
         if est is None:
+            cut = complete_end(f, size)  # after the answer: an old log answered is not read
+            found = store.with_state(found, notes) if found is not None and cut else None
             est = run.resume(found, cut, notes) if found is not None else None
             if est is None and cut:
                 est = run.cold(cut)
@@ -263,7 +253,7 @@ class _Run:
 
     def answered(self, found: Entry, size: int, notes: list[str]) -> FileEstimate | None:
         """The result kept in ``found``, when the file is the one it was read from: by its
-        metadata (``countstore.unchanged``), else the same size and CRC-32 of all its bytes."""
+        metadata (``filecheck.unchanged``), else the same size and CRC-32 of all its bytes."""
         meta = found.header.get("answer")
         if found.answer is None or not isinstance(meta, dict) or meta.get("size") != size:
             return None
@@ -329,6 +319,8 @@ class _Run:
     def resume(self, found: Entry, cut: int, notes: list[str]) -> FileEstimate | None:
         head = found.header
         offset, lines = head.get("offset"), head.get("lines")
+        if found.payload is None:
+            return None  # its state could not be read (``CountStore.with_state``)
         if not isinstance(offset, int) or not isinstance(lines, int) or not 0 < offset <= cut:
             return None  # the file shrank, or its complete lines end earlier: rewritten
         # the prefix is checked beside the work (hashing releases the GIL); nothing read on from
