@@ -242,6 +242,18 @@ def test_an_old_file_unchanged_is_answered_without_reading_it(
     assert trace["checked"] == 1 and not trace["answered"]
 
 
+def test_where_there_is_no_change_time_the_bytes_are_always_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(filecheck, "RACY_NS", 0)
+    monkeypatch.setattr(filecheck, "NO_CHANGE_TIME", True)  # Windows: st_ctime is the creation time
+    target, data = _session(tmp_path)
+    _aged(target, data)
+    assert _cached(target) == _doc(target)
+    trace: dict[str, int] = {}
+    assert _cached(target, trace) == _doc(target) and trace["answered"] == 1 and trace["checked"] == 1
+
+
 def test_a_file_kept_just_after_a_write_is_checked_byte_by_byte(tmp_path: Path) -> None:
     target, data = _session(tmp_path)
     target.write_bytes(data)  # written now: within RACY_NS of the result kept

@@ -22,6 +22,9 @@ TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
 # cannot be set back, unlike the modification time). Filesystems that keep times to 2 s (FAT)
 # are covered too.
 RACY_NS = 3 * 10**9
+# Windows gives a file's creation time where other systems give its change time: a rewrite
+# that set the modification time back would go unseen, so there the bytes are always checked.
+NO_CHANGE_TIME = sys.platform == "win32"
 
 
 def stat_of(st: os.stat_result) -> list[int]:
@@ -33,7 +36,7 @@ def unchanged(meta: dict[str, Any], st: os.stat_result) -> bool:
     """Whether ``meta`` (an answer's header) was kept from this very file, as ``st`` shows it
     now: the same :func:`stat_of`, and not written since ``RACY_NS`` before the keeping."""
     kept = meta.get("kept_ns")
-    if meta.get("stat") != stat_of(st) or not isinstance(kept, int):
+    if meta.get("stat") != stat_of(st) or not isinstance(kept, int) or NO_CHANGE_TIME:
         return False
     return max(st.st_mtime_ns, st.st_ctime_ns) <= kept - RACY_NS
 
