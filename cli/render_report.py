@@ -49,8 +49,8 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         est, pol = rep.estimate, rep.policy
         for w in est.warnings:
             warn(f"{est.path}: {w}")
-        for s in est.skipped:
-            warn(f"skipped {s}")
+        for bad in est.skipped:
+            warn(f"skipped {bad}")
         s = summary(rep)
         sums.append(s)
         render.out.print(

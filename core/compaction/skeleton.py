@@ -222,7 +222,8 @@ class Outlining:
             self._chars += sum(weight(m) for m in messages[self._len :])
         self._len = len(messages)
         if self._chars > self.threshold and len(messages) >= 2:
-            ctx.messages = StreamedContext(messages, helper=self.helper, cuts=self.cuts)
+            # stands in for the list from here on: the walker only appends to it and reads it
+            ctx.messages = StreamedContext(messages, helper=self.helper, cuts=self.cuts)  # type: ignore[assignment]
             self._list, self._chars = None, 0
 
     _len = 0

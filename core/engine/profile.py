@@ -99,7 +99,7 @@ def observe_session(
     learned is then what the session sent beyond it (its memory files, MCP servers, hooks),
     which may be less than nothing when the user's setup sends less than the measured default."""
     counted = [r for r in requests if r.segment == 0 and r.real is not None and r.real_source == "usage"]
-    points = [(r.estimate, r.real) for r in counted]
+    points = [(r.estimate, r.real) for r in counted if r.real is not None]  # (each has one)
     if not points:
         return None
     # The first-to-last slope, not the calibrator's median step: what the profile needs is the

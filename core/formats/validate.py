@@ -72,10 +72,10 @@ def validate(path: str, fmt: str | None = None, *, skip_invalid: bool = False) -
         for e in opened.entries:
             items.append((opened.current_line, e))
     except InputError as err:
-        found = opened.format if opened is not None else fmt  # None: not even detected
+        detected = opened.format if opened is not None else fmt  # None: not even detected
         line = err.line if isinstance(err, LineError) else 0
         stopped = line if isinstance(err, LineError) else None
-        return Validation(path, found, 0, [Violation(line, err.reason)], unread_from=stopped)
+        return Validation(path, detected, 0, [Violation(line, err.reason)], unread_from=stopped)
     found = generic_checks(items)
     if opened.format in WRITERS:
         module = importlib.import_module(WRITERS[opened.format])

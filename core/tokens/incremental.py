@@ -126,7 +126,7 @@ def estimate_incremental(
         store.save(key, *run.saved, answer=None if run.resumed else run.answer(est))
     elif not run.answer_hit and found is not None and run.resumed:  # unchanged since the state
         answer = run.answer(est)
-        if answer is not None:
+        if answer is not None and found.payload is not None:  # (resumed: its state was read)
             store.save(key, found.kept(), found.payload, answer=answer)
     if trace is not None:
         trace["resumed"] = run.resumed
@@ -379,8 +379,11 @@ class _Run:
             if raws.hasher is not None:  # read from the first line: every byte is hashed now
                 self.read = _extended(raws.hasher, self.tail), raws.pos + len(self.tail)
             tail = list(self._capture(_lines(io.BytesIO(self.tail), no=raws.lines)))
-            grown = self.head is not None and len(self.head) > self.detected
-            if grown and detect(self.head)[0] != opened.format:
+            if (
+                self.head is not None
+                and len(self.head) > self.detected
+                and detect(self.head)[0] != opened.format
+            ):
                 self.saved = None
                 return None  # detection over the lines read since chooses another format: read cold
         more = continue_stream(opened, iter(tail), skip_invalid=self.skip_invalid)

@@ -189,7 +189,10 @@ def _plain(p: Part, claude: bool) -> Part | None:
     if isinstance(p, ToolCallPart):
         return dataclasses.replace(p, id=_tool_id(p.id), extra={})
     if isinstance(p, ToolResultPart):
-        content = tuple(c for c in (_plain(c, claude) for c in p.content) if c is not None)
+        # an opaque block has no place there (None); text and media stay what they were
+        content = tuple(
+            c for c in (_plain(c, claude) for c in p.content) if isinstance(c, (TextPart, MediaPart))
+        )
         return dataclasses.replace(p, call_id=_tool_id(p.call_id), content=content, extra={})
     return dataclasses.replace(p, extra={}) if p.extra else p
 

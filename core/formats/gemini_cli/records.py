@@ -33,6 +33,7 @@ from ctxfold.transcript.model import (
     Message,
     OpaquePart,
     Part,
+    Role,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -198,7 +199,7 @@ def _user(r: Mapping[str, Any], line: Line, calls: Calls) -> list[Message]:
         return []
     parts = as_parts(r.get("content"), line, calls)
     results = [p for p in parts if isinstance(p, ToolResultPart)]
-    role = "tool" if results and not any(isinstance(p, TextPart) for p in parts) else "user"
+    role: Role = "tool" if results and not any(isinstance(p, TextPart) for p in parts) else "user"
     extra: dict[str, Any] = {"record": rest(r, ("content",))}
     if isinstance(r.get("content"), str):
         extra["string"] = True

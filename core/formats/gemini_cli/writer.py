@@ -191,7 +191,8 @@ def _gemini(m: Message, results: _Results, model: str | None, ts: str) -> dict[s
     if tokens is not None:
         rec["tokens"] = tokens
     rec["model"] = m.model or base.get("model") or model
-    meta = x.get("toolCalls") if isinstance(x.get("toolCalls"), dict) else {}
+    given = x.get("toolCalls")
+    meta: dict[str, Any] = given if isinstance(given, dict) else {}
     if calls:
         rec["toolCalls"] = [_call(c, results, meta.get(c.id), rec["timestamp"]) for c in calls]
     return {**rec, **{k: v for k, v in base.items() if k not in rec}}

@@ -89,8 +89,10 @@ def _response(r: ToolResultPart) -> dict[str, Any]:
     body["name"] = r.name or ""
     content = list(r.content)
     key = r.extra.get("response_key")
-    if content and isinstance(content[0], TextPart):
-        text = content.pop(0).text
+    first = content[0] if content else None
+    if isinstance(first, TextPart):
+        content.pop(0)
+        text = first.text
         if isinstance(key, str):
             body["response"] = {key: text}
         else:

@@ -153,7 +153,9 @@ def _plain(m: Message, extra: dict[str, Any]) -> dict[str, Any]:
     opaque_calls = [p for p in m.parts[first:] if isinstance(p, OpaquePart)]
     body = [p for p in m.parts if not isinstance(p, (ThinkingPart, ToolCallPart)) and p not in opaque_calls]
     last = body[-1] if body and m.role == "assistant" else None
-    refusal = body.pop().text if isinstance(last, TextPart) and last.extra == {"type": "refusal"} else None
+    refusal = last.text if isinstance(last, TextPart) and last.extra == {"type": "refusal"} else None
+    if refusal is not None:
+        body.pop()
     if thinking:
         _thinking(thinking, d)
     d["content"] = content(body, None if m.role == "assistant" else "")

@@ -21,7 +21,7 @@ import dataclasses
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -218,7 +218,10 @@ class _Writer:
         return self.entry("message", self.new_id(None), ts, {"message": msg})[1]
 
 
-def _plain(p: Part) -> Part:
+P = TypeVar("P", bound=Part)
+
+
+def _plain(p: P) -> P:
     """A part of another format without that format's block fields."""
     if isinstance(p, ToolResultPart):
         return dataclasses.replace(p, content=tuple(_plain(c) for c in p.content), extra={})
@@ -336,12 +339,12 @@ def write(t: Transcript) -> Iterator[bytes]:
                 yield _recorded(w, e)
                 continue
             pending, kept = e, None
-            head = next(
+            after = next(
                 ((j, m) for j, m in enumerate(entries[i + 1 :], i + 1) if isinstance(m, Message)), None
             )
-            if head is not None and head[1].extra.get("ctxfold") == "summary":
-                skip.add(head[0])  # pi writes its own summary message from the compaction entry
-                summary = e.summary if e.summary is not None else head[1].text
+            if after is not None and after[1].extra.get("ctxfold") == "summary":
+                skip.add(after[0])  # pi writes its own summary message from the compaction entry
+                summary = e.summary if e.summary is not None else after[1].text
             else:
                 summary = e.summary or ""
     yield from flush()
