@@ -266,10 +266,10 @@ def test_a_file_kept_just_after_a_write_is_checked_byte_by_byte(tmp_path: Path) 
 
 
 def test_a_large_file_keeps_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ctxfold.tokens import incremental
+    from ctxfold.tokens import cacherun
 
     target, data = _session(tmp_path)
-    monkeypatch.setattr(incremental, "ANSWER_MAX", len(data) - 1)
+    monkeypatch.setattr(cacherun, "ANSWER_MAX", len(data) - 1)
     target.write_bytes(data)
     _cached(target)
     assert b'"answer"' not in _entry(tmp_path).read_bytes().split(b"\n", 2)[1]
