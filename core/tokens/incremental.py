@@ -89,8 +89,8 @@ def estimate_incremental(
 ) -> FileEstimate:
     """``estimate_file(path, ...)``, resumed from the cache when it holds this file's prefix.
     ``trace`` (for tests and benchmarks) gets ``resumed`` (the offset read on from, else 0),
-    ``kept`` (the offset of the state written, else 0) and ``answered`` (1 when the kept result
-    was the answer, else 0)."""
+    ``kept`` (the offset of the state written, else 0), ``answered`` (1 when the kept result
+    was the answer, else 0) and ``checked`` (1 when the file's bytes were read to check it)."""
     spec = Spec(model, tokenizer, window, config or Config())
     store = store or CountStore()
     key = cache_key(path, spec, fmt, skip_invalid)
