@@ -99,15 +99,12 @@ def _file() -> Path:
 
 
 def _stat(path: str | os.PathLike[str]) -> list[int] | None:
+    from ctxfold.hashes import file_identity
+
     try:
-        return _identity(os.stat(path))
+        return file_identity(os.stat(path))
     except OSError:
         return None
-
-
-def _identity(st: os.stat_result) -> list[int]:
-    """Which file, how long, changed when: a write always moves the change time."""
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _fingerprint(path: str) -> list[int] | None:
@@ -116,6 +113,8 @@ def _fingerprint(path: str) -> list[int] | None:
     leave the stat as it was; not its bytes as well."""
     import zlib
 
+    from ctxfold.hashes import file_identity
+
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -123,4 +122,4 @@ def _fingerprint(path: str) -> list[int] | None:
             tail = os.pread(f.fileno(), EDGE, max(0, st.st_size - EDGE)) if st.st_size > EDGE else b""
     except OSError:
         return None
-    return [*_identity(st), zlib.crc32(head), zlib.crc32(tail)]
+    return [*file_identity(st), zlib.crc32(head), zlib.crc32(tail)]

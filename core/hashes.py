@@ -18,7 +18,7 @@ try:
 except ImportError:  # a Python without the module (hashlib then finds blake2b elsewhere)
     from hashlib import blake2b
 
-__all__ = ["blake2b", "code_stamp", "digest", "sha256"]
+__all__ = ["blake2b", "code_stamp", "digest", "file_identity", "sha256"]
 
 
 def _sha256() -> Any:
@@ -33,6 +33,12 @@ def _sha256() -> Any:
 
 
 sha256 = _sha256()
+
+
+def file_identity(st: os.stat_result) -> list[int]:
+    """Which file, how long, written when, short of reading it: a write always moves the change
+    time (which nothing sets back, unlike the modification time)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns]
 
 
 def digest(data: bytes) -> str:

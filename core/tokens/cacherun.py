@@ -17,9 +17,10 @@ from ctxfold.formats.base import Line
 from ctxfold.formats.jsonl import _lines
 from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines
 from ctxfold.formats.registry import detect
+from ctxfold.hashes import file_identity
 from ctxfold.tokens.countstore import ANSWER_MAX, Chunks, Entry, dumps, unpickle
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, with_progress
-from ctxfold.tokens.filecheck import PrefixCheck, PrefixHash, stat_of, unchanged
+from ctxfold.tokens.filecheck import PrefixCheck, PrefixHash, unchanged
 from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
@@ -131,7 +132,7 @@ class CachedRun:
             return None
         meta: dict[str, Any] = {"size": self.read[1], "crc32": self.read[0].hexdigest()}
         if self.stat is not None and self.stat.st_size == self.read[1]:  # nothing written meanwhile
-            meta.update(stat=stat_of(self.stat), kept_ns=time.time_ns())
+            meta.update(stat=file_identity(self.stat), kept_ns=time.time_ns())
         return meta, data
 
     def cold(self, cut: int) -> FileEstimate | None:

@@ -12,11 +12,13 @@ import threading
 import zlib
 from typing import Any, BinaryIO
 
+from ctxfold.hashes import file_identity
+
 CHUNK = 8 << 20  # bytes read at a time to check a prefix (few: each read gives up the GIL)
 TAIL = 1 << 16  # bytes read at a time, backwards, to find a file's last newline
 
-# A file whose size, inode and modification time are those it had when its result was kept is
-# answered without reading it again, unless its modification or change time is later than this
+# A file whose size, inode and times are those it had when its result was kept is answered
+# without reading it again, unless its modification or change time is later than this
 # long before the keeping: a write in the same clock tick as the read could leave the times as
 # they were (git's "racily clean" files), and any write since moves the change time to now (it
 # cannot be set back, unlike the modification time). Filesystems that keep times to 2 s (FAT)
@@ -27,16 +29,12 @@ RACY_NS = 3 * 10**9
 NO_CHANGE_TIME = sys.platform == "win32"
 
 
-def stat_of(st: os.stat_result) -> list[int]:
-    """What tells a file from another, or from a rewrite of it, short of reading it."""
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
-
-
 def unchanged(meta: dict[str, Any], st: os.stat_result) -> bool:
     """Whether ``meta`` (an answer's header) was kept from this very file, as ``st`` shows it
-    now: the same :func:`stat_of`, and not written since ``RACY_NS`` before the keeping."""
+    now: the same :func:`~ctxfold.hashes.file_identity`, and not written since ``RACY_NS``
+    before the keeping."""
     kept = meta.get("kept_ns")
-    if meta.get("stat") != stat_of(st) or not isinstance(kept, int) or NO_CHANGE_TIME:
+    if meta.get("stat") != file_identity(st) or not isinstance(kept, int) or NO_CHANGE_TIME:
         return False
     return max(st.st_mtime_ns, st.st_ctime_ns) <= kept - RACY_NS
 
