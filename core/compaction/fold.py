@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from ctxfold.engine.budget import fit_budget
 from ctxfold.engine.calibration import Calibrator
 from ctxfold.engine.policy import Decision, Policy, decide
 from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.providers.base import Summarizer, SummaryResult
+from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import Strategy, StrategyInput
-from ctxfold.strategies.mask import Premasked
+from ctxfold.strategies.mask import Premasked, note
+from ctxfold.strategies.masked import MaskedCount
 from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.model import Message
 from ctxfold.transcript.repair import repair_pairs
@@ -72,6 +75,8 @@ def _fold(inp: FoldInput) -> Folded:
         return inp.fixed + sum(c.total for c in inp.counter.count_messages(list(msgs)))
 
     budget = fit_budget(cal, policy, inp.fixed, before.estimate - inp.fixed)
+    if isinstance(inp.messages, MaskedCount):
+        _counted_only(inp, inp.messages, budget)
     out = inp.strategy.apply(
         StrategyInput(
             messages=inp.messages,
@@ -99,17 +104,10 @@ def _fold(inp: FoldInput) -> Folded:
     # the pass did nothing (a re-paired call is no shrink); a context masked as it was read
     # comes in as the pass leaves it, so what it masked is what tells
     if not out.masked and _same(out.messages, inp.messages):
-        raise NoShrinkError(
-            f"refused: the {name} pass changed nothing ({'; '.join(out.notes) or 'no note'}); "
-            "try --strategy summary"
-        )
+        raise NoShrinkError(_changed_nothing(name, out.notes))
     after = decide(cal, policy, estimate_of(final))
     if after.due:
-        raise WindowTooSmallError(
-            f"the request cannot fit: the {name} pass leaves it at {after.predicted:,} predicted tokens, still "
-            f"over the threshold of {policy.threshold:,} in a {policy.window:,}-token window (before: "
-            f"{before.predicted:,}); {_cause(inp, out.summary, budget)}"
-        )
+        raise WindowTooSmallError(_too_large(inp, f"{after.predicted:,}", _cause(inp, out.summary, budget)))
     grew = inp.min_shrink >= 0 and after.estimate >= before.estimate
     if grew and after.predicted <= before.predicted * (1 - inp.min_shrink):
         raise NoShrinkError(  # the prediction fell only because the fold started a new segment
@@ -130,6 +128,33 @@ def _fold(inp: FoldInput) -> Folded:
         )
     tail = len(inp.messages) - out.folded if out.summary is not None and out.folded else 0
     return Folded(final, out.summary, (*out.notes, *repairs), after, budget, tail)
+
+
+def _changed_nothing(name: str, notes: Sequence[str]) -> str:
+    return (
+        f"refused: the {name} pass changed nothing ({'; '.join(notes) or 'no note'}); try --strategy summary"
+    )
+
+
+def _too_large(inp: FoldInput, predicted: str, cause: str) -> str:
+    return (
+        f"the request cannot fit: the {inp.strategy.name} pass leaves it at {predicted} predicted "
+        f"tokens, still over the threshold of {inp.policy.threshold:,} in a {inp.policy.window:,}-token "
+        f"window (before: {inp.before.predicted:,}); {cause}"
+    )
+
+
+def _counted_only(inp: FoldInput, counted: MaskedCount, budget: int) -> NoReturn:
+    """A masked context too long to hold was counted as it was read, not kept. The pass is
+    refused as the whole one would be when it masked nothing, or when even what re-pairing the
+    tool calls cannot drop is over the threshold (the figure given is before re-pairing, hence
+    "about"); one that may fit needs the session read again whole."""
+    if not counted.masked:
+        raise NoShrinkError(_changed_nothing(inp.strategy.name, (note(0, counted.results, counted.keep),)))
+    if decide(inp.calibrator, inp.policy, inp.fixed + counted.floor).due:
+        after = decide(inp.calibrator, inp.policy, inp.fixed + counted.tokens)
+        raise WindowTooSmallError(_too_large(inp, f"about {after.predicted:,}", _cause(inp, None, budget)))
+    raise Unknowable("a masked context that may fit was counted, not kept")
 
 
 def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:

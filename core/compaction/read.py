@@ -12,12 +12,19 @@ from pathlib import Path
 from ctxfold.compaction.carry_on import in_a_store
 from ctxfold.compaction.options import DEFAULT_OUT_DIR, CompactOptions
 from ctxfold.compaction.outputs import Outputs, outputs_for
-from ctxfold.compaction.skeleton import STREAM_CHARS, WINDOW_STREAM_CHARS, Outline, Outlining
+from ctxfold.compaction.skeleton import (
+    MASK_COUNT_CHARS,
+    STREAM_CHARS,
+    WINDOW_STREAM_CHARS,
+    Outline,
+    Outlining,
+)
 from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.mask import Premasked
+from ctxfold.strategies.masked import MaskedCount
 from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.estimate import FileEstimate, estimate_entries
@@ -86,12 +93,15 @@ def read_input(
     size = Path(path).stat().st_size if path != "-" else 0
     # a large log's streamed readings are made beside the reading, by a helper process
     helper = stream and workers_for(size) > 0 and os.name == "posix"
+    # a mask pass alone counts a masked context too long to hold (a chain folds it further)
+    counts = mask is not None and opts.strategy == "mask-observations"
+    bound = MASK_COUNT_CHARS if counts else WINDOW_STREAM_CHARS if sliding else STREAM_CHARS
     # a state file's pass goes on from its watermark (or the entry before it: resume.py)
     starts = (state.watermark - 1, state.watermark) if state is not None else ()
     outlining = (
         Outlining(
-            stream,
-            stream_chars(WINDOW_STREAM_CHARS if sliding else STREAM_CHARS),
+            stream or counts,
+            stream_chars(bound),
             helper,
             starts,
             mask,
@@ -128,7 +138,7 @@ def _masked_as_counted(outline: Outline, est: FileEstimate) -> bool:
     """Whether a context masked as it was read used the tokenizer and framing the fold
     counts with (the model the whole log settles on can differ from the first it named)."""
     premasked = outline.context.messages
-    if not isinstance(premasked, Premasked):
+    if not isinstance(premasked, (Premasked, MaskedCount)):
         return True
     tokenizer = get_tokenizer(est.model.tokenizer)
     return (

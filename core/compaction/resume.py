@@ -16,6 +16,7 @@ from ctxfold.compaction.statefile import State, entry_sha256, file_hashes, setti
 from ctxfold.errors import ChangedPrefixError
 from ctxfold.providers.base import Summarizer
 from ctxfold.strategies.mask import Premasked
+from ctxfold.strategies.masked import MaskedCount
 from ctxfold.strategies.streamed import StreamedContext
 from ctxfold.strategies.summary import summary_message
 from ctxfold.tokens.estimate import FileEstimate
@@ -69,8 +70,8 @@ def resume(read: Read, path: str, force: bool, settings: dict[str, Any] | None =
     outline = read.outline
     if outline is not None and read.state is None:  # a first pass: the context built as it read
         ctx = outline.context
-        # a streamed or premasked context is handed on as it is: what it is tells the strategy
-        kept_as_read = isinstance(ctx.messages, (StreamedContext, Premasked))
+        # a streamed, premasked or counted context is handed on as it is: what it is tells the strategy
+        kept_as_read = isinstance(ctx.messages, (StreamedContext, Premasked, MaskedCount))
         messages = ctx.messages if kept_as_read else list(ctx.messages)
         return Resumed(None, ctx, messages, False, None)
     state, start, digest = read.state, 0, None

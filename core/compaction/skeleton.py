@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxfold.compaction.statefile import entry_sha256
 from ctxfold.formats.origin import SYNTHETIC_MODELS
-from ctxfold.strategies.masked import Masking
+from ctxfold.strategies.masked import MaskedCount, Masking
 from ctxfold.strategies.streamed import StreamedContext, weight
 from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.context import Building, Context
@@ -35,6 +35,9 @@ STREAM_CHARS = 2_000_000  # a context past about this many characters streams (i
 # ... for a sliding window: a tail that fits would need the session read again (its messages
 # were not kept), which the shortest tail of a context this long (7.5 %, 1.2 M characters) rarely does
 WINDOW_STREAM_CHARS = 16_000_000
+# ... for a mask pass alone: a masked context past this (about a million tokens) is over any
+# usual window, so it is counted and let go; one that fits after all is read again
+MASK_COUNT_CHARS = 4_000_000
 
 
 def _cwd_main(m: Message) -> bool:
@@ -86,7 +89,8 @@ class Outline:
 class Outlining:
     """Fed every entry in order; ``stream`` lets a long context stream instead of being kept
     (and ``helper`` have its readings made in a helper process); ``mask`` masks all but that
-    many of the newest tool results as they come (:mod:`ctxfold.strategies.masked`)."""
+    many of the newest tool results as they come (:mod:`ctxfold.strategies.masked`), and with
+    ``stream`` a long masked context is counted instead of kept."""
 
     def __init__(
         self,
@@ -211,7 +215,8 @@ class Outlining:
             del self.refs[i], self.kept[i]
 
     def _bound(self) -> None:
-        """Once the context's kept messages pass the threshold, they stream from then on."""
+        """Once the context's kept messages pass the threshold, they stream from then on (a
+        masked context is counted from then on)."""
         ctx = self.building.ctx
         messages = ctx.messages
         if not isinstance(messages, list):
@@ -221,9 +226,18 @@ class Outlining:
         elif len(messages) > self._len:
             self._chars += sum(weight(m) for m in messages[self._len :])
         self._len = len(messages)
+        masking = self.masking
         if self._chars > self.threshold and len(messages) >= 2:
+            if masking is None:
+                stand_in: StreamedContext | MaskedCount = StreamedContext(
+                    messages, helper=self.helper, cuts=self.cuts
+                )
+            elif masking.counter is not None:  # (masked messages come only once it is known)
+                stand_in = MaskedCount(messages, masking)
+            else:
+                return
             # stands in for the list from here on: the walker only appends to it and reads it
-            ctx.messages = StreamedContext(messages, helper=self.helper, cuts=self.cuts)  # type: ignore[assignment]
+            ctx.messages = stand_in  # type: ignore[assignment]
             self._list, self._chars = None, 0
 
     _len = 0
@@ -232,7 +246,8 @@ class Outlining:
         if self.masking is not None:
             for e in self.masking.flush():
                 self._build(e)
-            self.building.ctx.messages = self.masking.context(self.building.ctx.messages)
+            # a list, or a MaskedCount standing in for one (as above)
+            self.building.ctx.messages = self.masking.context(self.building.ctx.messages)  # type: ignore[assignment]
         t = Transcript(
             source_format=source_format,
             entries=tuple(self.kept.values()),

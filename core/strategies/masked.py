@@ -8,6 +8,11 @@ final context, if it is there at all: a reset or compaction drops the older mess
 newer ones. The context built is then the one the strategy would return, given to it as a
 :class:`~ctxfold.strategies.mask.Premasked` list. The placeholders' counts need the session's
 counter, which the estimate settles after its first entries: until then entries wait.
+
+A masked context too long for any window (a log that never compacts: 7.4 M tokens of a 200 MB
+Codex log) is not held either: past a bound it becomes a :class:`MaskedCount`, which counts its
+messages as they come and lets them go. The pass on it is refused from that count when it is
+over the threshold whatever the repairs of the pairs drop; otherwise the session is read again.
 """
 
 from __future__ import annotations
@@ -15,10 +20,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any, NoReturn
 
+from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.mask import Premasked, mask_parts, results_of
 from ctxfold.tokens.counting import Counter
-from ctxfold.transcript.model import CompactionMarker, Entry, Message
+from ctxfold.transcript.model import CompactionMarker, Entry, Message, ToolResultPart
+
+BATCH = 256  # messages of a MaskedCount counted at a time
 
 
 def _messages(e: Entry) -> Sequence[Message]:
@@ -68,8 +77,18 @@ class Masking:
         live = {id(m) for m in messages}
         self._made = {k: v for k, v in self._made.items() if k in live}
 
-    def context(self, messages: list[Message]) -> list[Message]:
-        """The final context, as a :class:`Premasked` list when every entry was masked here."""
+    def let_go(self, m: Message) -> tuple[int, int] | None:
+        """Forget ``m`` (a :class:`MaskedCount` holds its figures): how many of its results
+        were masked and its tokens unmasked, when it was masked here."""
+        made = self._made.pop(id(m), None)
+        return None if made is None else (made[1], made[2])
+
+    def context(self, messages: list[Message]) -> Sequence[Message]:
+        """The final context, as a :class:`Premasked` list when every entry was masked here
+        (a :class:`MaskedCount` when it was too long to hold)."""
+        if isinstance(messages, MaskedCount):
+            messages.settle()
+            return messages
         if self.counter is None:
             return messages  # nothing was masked: the strategy masks the list itself
         made = self._made
@@ -98,3 +117,56 @@ class Masking:
         if isinstance(e, CompactionMarker):
             return replace(e, replacement=tuple(out))
         return out[0]
+
+
+class MaskedCount(Sequence[Message]):
+    """A masked context too long to hold: its messages are counted as they are appended, then
+    let go. It knows ``tokens`` (as the fold counts the list), a floor under what is left of
+    them once the pairs are repaired (``floor``), and :class:`Premasked`'s figures; reading
+    its messages raises :class:`Unknowable` (the session is read again whole)."""
+
+    def __init__(self, messages: Sequence[Message], masking: Masking) -> None:
+        assert masking.counter is not None
+        self.counter, self.keep, self._masking = masking.counter, masking.keep, masking
+        self.n = self.tokens = self.floor = self.masked = self.results = self.unmasked = 0
+        self._pending: list[tuple[Message, int | None]] = []
+        for m in messages:
+            self.append(m)
+
+    def append(self, m: Message) -> None:
+        made = self._masking.let_go(m)
+        if made is not None:
+            self.masked += made[0]
+        self.n += 1
+        self.results += len(results_of(m))
+        self._pending.append((m, made[1] if made is not None else None))
+        if len(self._pending) >= BATCH:
+            self.settle()
+
+    def settle(self) -> None:
+        """Count the messages appended since the last count."""
+        pending, self._pending = self._pending, []
+        counts = self.counter.count_messages([m for m, _ in pending])
+        for (m, unmasked), c in zip(pending, counts, strict=True):
+            self.tokens += c.total
+            self.unmasked += c.total if unmasked is None else unmasked
+            # repairing the pairs drops an orphan result (its media too), and its message when
+            # nothing else is left; it adds only results
+            results = [isinstance(p, ToolResultPart) for p in m.parts]
+            if not any(results):
+                self.floor += c.total
+            elif not all(results):
+                by = c.by_category
+                self.floor += c.total - by.get("tool_results", 0) - by.get("media", 0)
+
+    def kept_from(self, message_id: str) -> NoReturn:
+        raise Unknowable(f"message {message_id} may have been let go")
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> NoReturn:
+        raise Unknowable("a masked context too long to hold was counted, not kept")
+
+    def __iter__(self) -> Iterator[Message]:
+        raise Unknowable("a masked context too long to hold was counted, not kept")
