@@ -38,13 +38,14 @@ from ctxfold.transcript.model import (
 FILES = sorted(FIXTURES.rglob("*.jsonl")) + real_files()
 
 
-def _premasked_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each read's context came masked as it was read."""
+def _runs_as(monkeypatch: pytest.MonkeyPatch, kind: type = Premasked) -> list[bool]:
+    """Whether each read's context came as ``kind``: masked as it was read (:class:`Premasked`),
+    or counted and let go, too long to hold (:class:`MaskedCount`)."""
     read_input, seen = read_step.read_input, []
 
     def reading(*a: Any, **k: Any) -> Any:
         read = read_input(*a, **k)
-        seen.append(read.outline is not None and isinstance(read.outline.context.messages, Premasked))
+        seen.append(read.outline is not None and isinstance(read.outline.context.messages, kind))
         return read
 
     monkeypatch.setattr(run, "read_input", reading)
@@ -56,7 +57,7 @@ def _premasked_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 def test_masking_as_it_reads_writes_what_masking_the_whole_context_writes(
     path: Path, strategy: str, keep: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen = _premasked_runs(monkeypatch)
+    seen = _runs_as(monkeypatch)
     got = _compact(path, tmp_path / "as-read", monkeypatch, strategy, keep_observations=keep)
     assert seen[:1] == [True], "the context was not masked as it was read"
     monkeypatch.setattr(run, "_can_outline", lambda *a: False)
@@ -140,19 +141,6 @@ def test_masking_as_it_reads_picks_the_results_the_strategy_picks(seed: int) -> 
     assert (got.masked, got.notes) == (want.masked, want.notes)
 
 
-def _counted_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each read's masked context was counted and let go (too long to hold)."""
-    read_input, seen = read_step.read_input, []
-
-    def reading(*a: Any, **k: Any) -> Any:
-        read = read_input(*a, **k)
-        seen.append(read.outline is not None and isinstance(read.outline.context.messages, MaskedCount))
-        return read
-
-    monkeypatch.setattr(run, "read_input", reading)
-    return seen
-
-
 @pytest.mark.parametrize(("keep", "window"), [(0, None), (3, None), (0, 3000)])
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_masked_context_counted_not_kept_refuses_or_writes_what_the_whole_read_does(
@@ -163,7 +151,7 @@ def test_a_masked_context_counted_not_kept_refuses_or_writes_what_the_whole_read
     whole, and writes what the whole read writes."""
     with monkeypatch.context() as m:
         m.setenv("CTXFOLD_STREAM_CHARS", "0")
-        seen = _counted_runs(m)
+        seen = _runs_as(m, MaskedCount)
         got = _compact(
             path, tmp_path / "counted", m, "mask-observations", keep_observations=keep, window=window
         )
@@ -237,7 +225,7 @@ def test_a_long_masked_context_is_counted_then_refused_or_read_again(
     path = _long_session(tmp_path / "long.jsonl", 60)
     with monkeypatch.context() as m:
         m.setattr(read_step, "MASK_COUNT_CHARS", 40_000)
-        seen, rereads = _counted_runs(m), _counting(m, run, "reread")
+        seen, rereads = _runs_as(m, MaskedCount), _counting(m, run, "reread")
         got = _compact(path, tmp_path / "counted", m, "mask-observations", keep_observations=2, window=window)
     with monkeypatch.context() as m:
         m.setattr(run, "_can_outline", lambda *a: False)
@@ -260,7 +248,7 @@ def test_a_counted_context_over_only_by_what_re_pairing_drops_is_read_again(
     options: dict[str, Any] = {"keep_observations": 2, "window": 150_000}
     with monkeypatch.context() as m:
         m.setattr(read_step, "MASK_COUNT_CHARS", 40_000)
-        seen, rereads = _counted_runs(m), _counting(m, run, "reread")
+        seen, rereads = _runs_as(m, MaskedCount), _counting(m, run, "reread")
         got = _compact(path, tmp_path / "counted", m, "mask-observations", **options)
     with monkeypatch.context() as m:
         m.setattr(run, "_can_outline", lambda *a: False)
