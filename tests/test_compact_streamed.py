@@ -32,7 +32,7 @@ from ctxfold.compaction.options import CompactOptions
 from ctxfold.errors import CtxfoldError
 from ctxfold.formats.loader import load
 from ctxfold.providers.offline import OfflineSummarizer
-from ctxfold.strategies import streamed
+from ctxfold.strategies import sliding_window, streamed
 from ctxfold.transcript.context import current_context
 from ctxfold.transcript.model import Message, TextPart
 
@@ -250,12 +250,40 @@ def test_a_streamed_sliding_window_writes_what_the_whole_read_writes(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every context streams: a tail that fits needs messages that were not kept, and the
-    session is read again whole; either way the outputs are the whole read's."""
+    session is read again keeping them (never whole); the outputs are the whole read's."""
     with monkeypatch.context() as m:
         m.setenv("CTXFOLD_STREAM_CHARS", "0")
+        tails, rereads = _counting(m, run, "read_tail"), _counting(m, run, "reread")
         got = _compact(path, tmp_path / "streamed", m, "sliding-window")
+    assert not rereads and len(tails) <= 1
     monkeypatch.setattr(run, "_can_outline", lambda *a: False)
     assert got == _compact(path, tmp_path / "whole", monkeypatch, "sliding-window")
+
+
+@pytest.mark.parametrize(
+    ("rel", "window"),
+    [
+        ("claude-code/posthog-impact-dashboard.jsonl", 64_000),
+        ("claude-code/solsmile-thirdparty-proxy.jsonl", 64_000),
+        ("pi/large-session.jsonl", 32_000),
+    ],
+)
+def test_a_tail_that_fits_alone_but_not_after_its_summary_is_read_for_the_next_pass(
+    rel: str, window: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed sliding window whose first tail fits alone but not after its summary: a
+    read for that tail, then one for the next pass's, which the passes reach without folding
+    the first again; the outputs are the whole read's."""
+    path = real(rel)
+    with monkeypatch.context() as m:
+        m.setenv("CTXFOLD_STREAM_CHARS", "0")
+        tails, rereads = _counting(m, run, "read_tail"), _counting(m, run, "reread")
+        heads = _counting(m, sliding_window, "fold_head")
+        got = _compact(path, tmp_path / "streamed", m, "sliding-window", max_tokens=window)
+    assert len(tails) == 2 and not rereads
+    assert len(heads) == 2, "the first tail was folded again on the second read"
+    monkeypatch.setattr(run, "_can_outline", lambda *a: False)
+    assert got == _compact(path, tmp_path / "whole", monkeypatch, "sliding-window", max_tokens=window)
 
 
 @pytest.mark.parametrize(

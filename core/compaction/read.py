@@ -5,27 +5,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 
 from ctxfold.compaction.carry_on import in_a_store
 from ctxfold.compaction.options import DEFAULT_OUT_DIR, CompactOptions
 from ctxfold.compaction.outputs import Outputs, outputs_for
-from ctxfold.compaction.skeleton import (
-    MASK_COUNT_CHARS,
-    STREAM_CHARS,
-    WINDOW_STREAM_CHARS,
-    Outline,
-    Outlining,
-)
+from ctxfold.compaction.skeleton import MASK_COUNT_CHARS, STREAM_CHARS, Outline, Outlining
 from ctxfold.compaction.statefile import State, load_state
 from ctxfold.config import Config
 from ctxfold.formats.loader import materialize, open_transcript
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.mask import Premasked
 from ctxfold.strategies.masked import MaskedCount
-from ctxfold.strategies.streamed import StreamedContext
+from ctxfold.strategies.streamed import KeepFrom, StreamedContext, TailFits
 from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.estimate import FileEstimate, estimate_entries
 from ctxfold.tokens.parallel import workers_for
@@ -95,7 +89,7 @@ def read_input(
     helper = stream and workers_for(size) > 0 and os.name == "posix"
     # a mask pass alone counts a masked context too long to hold (a chain folds it further)
     counts = mask is not None and opts.strategy == "mask-observations"
-    bound = MASK_COUNT_CHARS if counts else WINDOW_STREAM_CHARS if sliding else STREAM_CHARS
+    bound = MASK_COUNT_CHARS if counts else STREAM_CHARS
     # a state file's pass goes on from its watermark (or the entry before it: resume.py)
     starts = (state.watermark - 1, state.watermark) if state is not None else ()
     outlining = (
@@ -145,6 +139,26 @@ def _masked_as_counted(outline: Outline, est: FileEstimate) -> bool:
         premasked.counter.tokenizer is tokenizer
         and premasked.counter.provider == Counter(tokenizer, est.model.provider).provider
     )
+
+
+def read_tail(path: str, opts: CompactOptions, read: Read, fits: TailFits) -> Read:
+    """``read`` with its context read again for a sliding window whose tail fits: the messages
+    from the cut on kept whole, those before it read for the summary as they stream by (the
+    first ``read.entries`` entries: a live file may have grown since)."""
+    outline = read.outline
+    if outline is None:
+        raise fits
+    opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
+    size = Path(path).stat().st_size
+    keep = KeepFrom(outline.context.start, fits.cut, fits.passed)
+    helper = workers_for(size) > 0 and os.name == "posix"
+    outlining = Outlining(True, stream_chars(), helper, cuts=True, keep=keep)
+    for e in islice(opened.entries, read.entries):
+        outlining.add(e)
+    ctx = outlining.building.ctx
+    if isinstance(ctx.messages, StreamedContext):
+        ctx.messages.counted(read.est.replay.context)
+    return replace(read, outline=replace(outline, contexts={**outline.contexts, 0: ctx}))
 
 
 def reread(path: str, opts: CompactOptions, entries: int) -> Transcript:

@@ -22,7 +22,9 @@ decision comes first, from the cache (``decide_early``): the read is made only w
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from ctxfold.compaction.outputs import (
     locked,
     write_outputs,
 )
-from ctxfold.compaction.read import Place, Read, place_outputs, read_input, reread
+from ctxfold.compaction.read import Place, Read, place_outputs, read_input, read_tail, reread
 from ctxfold.compaction.record import compacted_transcript, new_state
 from ctxfold.compaction.resume import Resumed, decision_settings, resume
 from ctxfold.compaction.statefile import file_hashes
@@ -51,6 +53,7 @@ from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.providers.offline import answering_digest
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import MIN_SHRINK, Strategy, get_strategy
+from ctxfold.strategies.streamed import TailFits
 from ctxfold.strategies.summary import UNLIMITED_WINDOW
 from ctxfold.transcript.model import Transcript
 
@@ -168,12 +171,10 @@ def _compact(
     if not opts.dry_run:  # before any summarizer is paid for
         ensure_writable(read.outs, force=opts.force or read.state is not None)
     try:
-        try:
-            folded = _fold(read, resumed, now, strategy, summarizer, summarizer_window, path, opts)
-        except Unknowable:  # the streamed readings cannot tell: fold the session read whole
-            whole = replace(read, transcript=reread(path, opts, read.entries), outline=None)
-            read, resumed = whole, resume(whole, path, opts.force, settings)
-            folded = _fold(read, resumed, now, strategy, summarizer, summarizer_window, path, opts)
+        folding = partial(
+            _fold, now=now, strategy=strategy, summarizer=summarizer, summarizer_window=summarizer_window
+        )
+        read, resumed, folded = _fold_read(read, resumed, folding, path, opts, settings)
     except _WouldSummarize:
         result.status = "dry-run"
         return result
@@ -235,6 +236,34 @@ def _can_stream(opts: CompactOptions, summarizer: Summarizer, window: int | None
         and answering_digest(summarizer) is not None
         and (window is None or window >= UNLIMITED_WINDOW)
     )
+
+
+def _fold_read(
+    read: Read,
+    resumed: Resumed,
+    folding: Callable[..., Folded],
+    path: str,
+    opts: CompactOptions,
+    settings: dict[str, Any],
+) -> tuple[Read, Resumed, Folded]:
+    """The fold (``folding(read, resumed, path=, opts=)``), and the read it was made from. When
+    the streamed readings cannot tell, the session is read again: keeping a sliding window's
+    tail that fits (once per cut its passes try), else whole."""
+    asked: set[int] = set()
+    while True:
+        try:
+            return read, resumed, folding(read, resumed, path=path, opts=opts)
+        except TailFits as fits:
+            if fits.cut in asked:  # that read did not keep it: fall back to the whole session
+                break
+            asked.add(fits.cut)
+            read = read_tail(path, opts, read, fits)
+            resumed = resume(read, path, opts.force, settings)
+        except Unknowable:
+            break
+    whole = replace(read, transcript=reread(path, opts, read.entries), outline=None)
+    resumed = resume(whole, path, opts.force, settings)
+    return whole, resumed, folding(whole, resumed, path=path, opts=opts)
 
 
 def _fold(

@@ -17,7 +17,7 @@ from typing import Any
 from ctxfold.compaction.statefile import entry_sha256
 from ctxfold.formats.origin import SYNTHETIC_MODELS
 from ctxfold.strategies.masked import MaskedCount, Masking
-from ctxfold.strategies.streamed import StreamedContext, weight
+from ctxfold.strategies.streamed import KeepFrom, StreamedContext, weight
 from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.context import Building, Context
 from ctxfold.transcript.model import (
@@ -32,9 +32,6 @@ from ctxfold.transcript.model import (
 
 SHARED = 16  # distinct values of each part of the updates held for sharing
 STREAM_CHARS = 2_000_000  # a context past about this many characters streams (its messages are not kept)
-# ... for a sliding window: a tail that fits would need the session read again (its messages
-# were not kept), which the shortest tail of a context this long (7.5 %, 1.2 M characters) rarely does
-WINDOW_STREAM_CHARS = 16_000_000
 # ... for a mask pass alone: a masked context past this (about a million tokens) is over any
 # usual window, so it is counted and let go; one that fits after all is read again
 MASK_COUNT_CHARS = 4_000_000
@@ -88,7 +85,8 @@ class Outline:
 
 class Outlining:
     """Fed every entry in order; ``stream`` lets a long context stream instead of being kept
-    (and ``helper`` have its readings made in a helper process); ``mask`` masks all but that
+    (and ``helper`` have its readings made in a helper process; ``keep``: a sliding window's
+    tail that fits is kept whole, :class:`~ctxfold.strategies.streamed.TailFits`); ``mask`` masks all but that
     many of the newest tool results as they come (:mod:`ctxfold.strategies.masked`), and with
     ``stream`` a long masked context is counted instead of kept."""
 
@@ -100,9 +98,11 @@ class Outlining:
         starts: tuple[int, ...] = (),
         mask: int | None = None,
         cuts: bool = False,
+        keep: KeepFrom | None = None,
     ) -> None:
         self.stream, self.threshold = stream, threshold
         self.cuts = cuts  # a streamed context keeps what a sliding window's passes read
+        self.keep = keep  # ... and a sliding window's tail that fits, in the context it is in
         self.helper = helper  # a streamed context's readings go to a helper process
         self.building = Building()
         # masking needs the context alone (a state file's pass builds others from its watermark)
@@ -229,8 +229,9 @@ class Outlining:
         masking = self.masking
         if self._chars > self.threshold and len(messages) >= 2:
             if masking is None:
+                keep = self.keep if self.keep is not None and self.keep.start == ctx.start else None
                 stand_in: StreamedContext | MaskedCount = StreamedContext(
-                    messages, helper=self.helper, cuts=self.cuts
+                    messages, helper=self.helper, cuts=self.cuts, keep=keep
                 )
             elif masking.counter is not None:  # (masked messages come only once it is known)
                 stand_in = MaskedCount(messages, masking)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ctxfold.providers.offline import answering_digest
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
-from ctxfold.strategies.streamed import StreamedContext
+from ctxfold.strategies.streamed import StreamedContext, TailFits, fold_head
 from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold_for
 from ctxfold.transcript.model import Message
 
@@ -96,8 +97,9 @@ def _listed(inp: StrategyInput, messages: list[Message]) -> _View:
 def _streamed(inp: StrategyInput, ctx: StreamedContext) -> _View:
     """The passes on a context that streamed by, from the read's count of each message and
     where calls are answered: when no tail fits, the summary of everything streams as the
-    summary strategy's does; a tail that fits needs the messages, which were not kept
-    (:class:`Unknowable`: the session is read again whole)."""
+    summary strategy's does. A tail that fits needs its messages, which were not kept
+    (:class:`TailFits`): ``compact`` reads the session again keeping them, and the passes run
+    again on that read, up to the same cut."""
     sizes, predict = ctx.sizes, inp.predict_count
     if sizes is None or predict is None:
         raise Unknowable("the streamed messages' counts are not known")
@@ -105,8 +107,29 @@ def _streamed(inp: StrategyInput, ctx: StreamedContext) -> _View:
     after = [0] * (n + 1)  # tokens of the messages from i on
     for i in range(n - 1, -1, -1):
         after[i] = after[i + 1] + sizes[i]
+    keep = ctx.keep
+    passed = set(keep.passed) if keep is not None else set()
 
     def keep_tail(cut: int, attempt: int, notes: list[str]) -> StrategyOutput | None:
-        raise Unknowable(f"a {n - cut}-message tail fits: its messages were not kept")
+        if cut in passed:  # its tail and summary were over the threshold, on an earlier read
+            return None
+        offline = answering_digest(inp.summarizer)
+        if offline is None:
+            raise Unknowable("only the offline digest reads a streamed context")
+        if keep is None or keep.cut != cut:
+            raise TailFits(cut, frozenset(passed))
+        folded = fold_head(
+            ctx,
+            summarizer=offline,
+            budget_tokens=inp.budget_tokens,
+            instructions=inp.instructions,
+            source=inp.source,
+            source_range=inp.source_range,
+        )
+        result = [folded.messages[0], *ctx.kept_tail()]
+        if inp.policy.due(inp.predict(result)):
+            passed.add(cut)
+            return None
+        return StrategyOutput(result, folded=cut, summary=folded.summary, passes=attempt, notes=tuple(notes))
 
     return n, ctx.clean_cuts().__getitem__, lambda cut: inp.policy.due(predict(after[cut])), keep_tail

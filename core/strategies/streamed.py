@@ -7,13 +7,17 @@ few and a recent tail (what the kept exchange and a ``first_kept_id`` compaction
 the end, :func:`fold_streamed` makes the pass :func:`~ctxfold.strategies.summary.fold` makes on
 the whole list, from those readings: the same summary, continuation and kept tail. Whatever
 it would need that was not kept raises :class:`~ctxfold.providers.streamed.Unknowable`, and
-``compact`` reads the session again, whole.
+``compact`` reads the session again, whole. A sliding window's tail that fits is the one need
+met otherwise: :class:`TailFits` asks for a second read that keeps the messages from the cut on
+(``keep_from``) and reads only those before it for the summary (:func:`fold_head`).
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from ctxfold.providers.base import SummaryRequest
@@ -36,6 +40,26 @@ from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResult
 
 RETAIN_CHARS = 500_000  # the recent tail kept verbatim, in characters of text (roughly)
 HEAD = 3
+
+
+class TailFits(Unknowable):
+    """A sliding window's tail from message ``cut`` fits, and its messages were not kept: read
+    the session again keeping them (``passed``: the cuts whose tail, the summary before it,
+    was found still over the threshold on an earlier read)."""
+
+    def __init__(self, cut: int, passed: frozenset[int]) -> None:
+        super().__init__(f"a tail from message {cut} fits: its messages were not kept")
+        self.cut, self.passed = cut, passed
+
+
+@dataclass(frozen=True)
+class KeepFrom:
+    """What the read for :class:`TailFits` keeps: in the context that starts at entry
+    ``start``, the messages from ``cut`` on, whole."""
+
+    start: int
+    cut: int
+    passed: frozenset[int] = frozenset()
 
 
 def weight(m: Message) -> int:
@@ -66,10 +90,17 @@ class StreamedContext(Sequence[Message]):
     iterating the whole raises :class:`Unknowable`."""
 
     def __init__(
-        self, seed: Sequence[Message], retain: int | None = None, helper: bool = False, cuts: bool = False
+        self,
+        seed: Sequence[Message],
+        retain: int | None = None,
+        helper: bool = False,
+        cuts: bool = False,
+        keep: KeepFrom | None = None,
     ) -> None:
         self.n = 0
         self.cuts = cuts  # keep what a sliding window's passes read (``counted``, ``clean_cuts``)
+        self.keep = keep  # a tail that fits: kept whole from its cut, and not read for the summary
+        self._until = keep.cut if keep is not None else None  # the body read for the summary ends
         self.head: list[Message] = []
         self.previous: str | None = None  # a ctxfold summary heading the context
         self.body_head: list[Message] = []
@@ -84,7 +115,9 @@ class StreamedContext(Sequence[Message]):
         # where a sliding window may cut: each call id's first call, each result's last answer
         self.first_call: dict[str, int] = {}
         self.last_answer: dict[str, int] = {}
-        self.names: list[tuple[str, str | None]] = []  # (role, id) of each message, in order
+        # each message's (role, id), hashed (a long context has ~50,000): the read's counts are
+        # matched to the messages by them
+        self.names = array("q")
         self.sizes: list[int] | None = None  # each message's tokens, once the read's count is matched
         for m in seed:
             self.append(m)
@@ -93,7 +126,7 @@ class StreamedContext(Sequence[Message]):
         i = self.n
         self.n += 1
         if self.cuts:
-            self.names.append((m.role, m.id))
+            self.names.append(hash((m.role, m.id)))
             for p in m.parts:
                 if isinstance(p, ToolCallPart):
                     self.first_call.setdefault(p.id, i)
@@ -103,7 +136,7 @@ class StreamedContext(Sequence[Message]):
             self.head.append(m)
         if i == 0:
             self.previous = summary_of(m)
-        if i > 0 or self.previous is None:  # the body: what the summary folds
+        if (i > 0 or self.previous is None) and (self._until is None or i < self._until):  # what it folds
             words = request_text(m)
             self.digesting.add(m, words)
             if len(self.body_head) < 2:
@@ -115,6 +148,8 @@ class StreamedContext(Sequence[Message]):
         self.tail.append((i, m, w))
         self.tail_chars += w
         while self.tail_chars > self.retain and len(self.tail) > 1:
+            if self._until is not None and self.tail[0][0] >= self._until:
+                break  # the tail that fits is kept whole
             _, old, w = self.tail.popleft()
             self.tail_chars -= w
             self.calls_before.update(p.id for p in old.parts if isinstance(p, ToolCallPart))
@@ -125,7 +160,7 @@ class StreamedContext(Sequence[Message]):
         if (
             self.cuts
             and len(counts) == self.n
-            and all((c.role, c.id) == name for c, name in zip(counts, self.names, strict=True))
+            and all(hash((c.role, c.id)) == name for c, name in zip(counts, self.names, strict=True))
         ):
             self.sizes = [c.total for c in counts]
 
@@ -177,6 +212,11 @@ class StreamedContext(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         raise Unknowable("a streamed context cannot be read again whole")
 
+    def kept_tail(self) -> list[Message]:
+        """The messages from ``keep.cut`` on (a read for :class:`TailFits` kept them all)."""
+        assert self._until is not None and self.tail and self.tail[0][0] <= self._until
+        return [m for i, m, _ in self.tail if i >= self._until]
+
     def fold_streamed(self, **options: Any) -> Folded:
         """:func:`fold_streamed` of this context (what the summary strategy calls)."""
         return fold_streamed(self, **options)
@@ -213,6 +253,33 @@ def fold_streamed(
     result = summarizer.digested(request, read)
     note = continuation_message(ctx.latest_request(), standing, tail=bool(tail))
     return Folded([summary_message(result.text), note, *tail], result, 0, len(tail))
+
+
+def fold_head(
+    ctx: StreamedContext,
+    *,
+    summarizer: OfflineSummarizer,
+    budget_tokens: int,
+    instructions: str | None = None,
+    source: str | None = None,
+    source_range: str | None = None,
+) -> Folded:
+    """:func:`~ctxfold.strategies.summary.fold` of the messages before ``keep.cut`` (a sliding
+    window's head: the tail after it goes on verbatim), from the readings of a read for
+    :class:`TailFits`."""
+    read = ctx.digesting.result(recorded_summary(ctx.body_head))
+    request = SummaryRequest(
+        (),
+        max(1, budget_tokens),
+        previous_summary=ctx.previous,
+        instructions=instructions,
+        source=source,
+        source_range=source_range,
+        continues=True,
+    )
+    result = summarizer.digested(request, read)
+    note = continuation_message(ctx.latest_request(), read.standing, tail=False)
+    return Folded([summary_message(result.text), note], result, 0, 0)
 
 
 def _tail(ctx: StreamedContext, standing: Standing, counter: Counter, budget_tokens: int) -> list[Message]:
