@@ -85,8 +85,7 @@ def read_input(
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
     kept: list[Entry] = []
     size = Path(path).stat().st_size if path != "-" else 0
-    # a large log's streamed readings are made beside the reading, by a helper process
-    helper = stream and workers_for(size) > 0 and os.name == "posix"
+    helper = stream and _helped(size)
     # a mask pass alone counts a masked context too long to hold (a chain folds it further)
     counts = mask is not None and opts.strategy == "mask-observations"
     bound = MASK_COUNT_CHARS if counts else STREAM_CHARS
@@ -146,19 +145,21 @@ def read_tail(path: str, opts: CompactOptions, read: Read, fits: TailFits) -> Re
     from the cut on kept whole, those before it read for the summary as they stream by (the
     first ``read.entries`` entries: a live file may have grown since)."""
     outline = read.outline
-    if outline is None:
-        raise fits
+    assert outline is not None, "only a read as an outline streams a context"
     opened = open_transcript(path, fmt=opts.fmt, skip_invalid=opts.skip_invalid)
-    size = Path(path).stat().st_size
     keep = KeepFrom(outline.context.start, fits.cut, fits.passed)
-    helper = workers_for(size) > 0 and os.name == "posix"
-    outlining = Outlining(True, stream_chars(), helper, cuts=True, keep=keep)
+    outlining = Outlining(True, stream_chars(), _helped(Path(path).stat().st_size), cuts=True, keep=keep)
     for e in islice(opened.entries, read.entries):
         outlining.add(e)
     ctx = outlining.building.ctx
     if isinstance(ctx.messages, StreamedContext):
         ctx.messages.counted(read.est.replay.context)
     return replace(read, outline=replace(outline, contexts={**outline.contexts, 0: ctx}))
+
+
+def _helped(size: int) -> bool:
+    """Whether a large log's streamed readings are made beside the reading, by a helper process."""
+    return workers_for(size) > 0 and os.name == "posix"
 
 
 def reread(path: str, opts: CompactOptions, entries: int) -> Transcript:

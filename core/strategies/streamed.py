@@ -9,7 +9,7 @@ the whole list, from those readings: the same summary, continuation and kept tai
 it would need that was not kept raises :class:`~ctxfold.providers.streamed.Unknowable`, and
 ``compact`` reads the session again, whole. A sliding window's tail that fits is the one need
 met otherwise: :class:`TailFits` asks for a second read that keeps the messages from the cut on
-(``keep_from``) and reads only those before it for the summary (:func:`fold_head`).
+(:class:`KeepFrom`) and reads only those before it for the summary (:func:`fold_head`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ HEAD = 3
 
 class TailFits(Unknowable):
     """A sliding window's tail from message ``cut`` fits, and its messages were not kept: read
-    the session again keeping them (``passed``: the cuts whose tail, the summary before it,
-    was found still over the threshold on an earlier read)."""
+    the session again keeping them (``passed``: the cuts whose tail, after its summary, was
+    still over the threshold on an earlier read)."""
 
     def __init__(self, cut: int, passed: frozenset[int]) -> None:
         super().__init__(f"a tail from message {cut} fits: its messages were not kept")
