@@ -278,7 +278,7 @@ def test_a_tail_that_fits_alone_but_not_after_its_summary_is_read_for_the_next_p
     with monkeypatch.context() as m:
         m.setenv("CTXFOLD_STREAM_CHARS", "0")
         tails, rereads = _counting(m, run, "read_tail"), _counting(m, run, "reread")
-        heads = _counting(m, sliding_window, "fold_head")
+        heads = _counting(m, sliding_window, "streamed_fold_for")
         got = _compact(path, tmp_path / "streamed", m, "sliding-window", max_tokens=window)
     assert len(tails) == 2 and not rereads
     assert len(heads) == 2, "the first tail was folded again on the second read"

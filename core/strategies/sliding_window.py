@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ctxfold.providers.offline import answering_digest
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import StrategyInput, StrategyOutput, replace_messages
-from ctxfold.strategies.streamed import StreamedContext, TailFits, fold_head
-from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold_for
+from ctxfold.strategies.streamed import StreamedContext, TailFits
+from ctxfold.strategies.summary import SummaryStrategy, clean_cut, fold_for, streamed_fold_for
 from ctxfold.transcript.model import Message
 
 TAIL_RATIO = 0.30
@@ -113,19 +112,9 @@ def _streamed(inp: StrategyInput, ctx: StreamedContext) -> _View:
     def keep_tail(cut: int, attempt: int, notes: list[str]) -> StrategyOutput | None:
         if cut in passed:  # its tail and summary were over the threshold, on an earlier read
             return None
-        offline = answering_digest(inp.summarizer)
-        if offline is None:
-            raise Unknowable("only the offline digest reads a streamed context")
         if keep is None or keep.cut != cut:
             raise TailFits(cut, frozenset(passed))
-        folded = fold_head(
-            ctx,
-            summarizer=offline,
-            budget_tokens=inp.budget_tokens,
-            instructions=inp.instructions,
-            source=inp.source,
-            source_range=inp.source_range,
-        )
+        folded = streamed_fold_for(inp, ctx.fold_streamed, head=True)
         result = [folded.messages[0], *ctx.kept_tail()]
         if inp.policy.due(inp.predict(result)):
             passed.add(cut)

@@ -9,7 +9,7 @@ the whole list, from those readings: the same summary, continuation and kept tai
 it would need that was not kept raises :class:`~ctxfold.providers.streamed.Unknowable`, and
 ``compact`` reads the session again, whole. A sliding window's tail that fits is the one need
 met otherwise: :class:`TailFits` asks for a second read that keeps the messages from the cut on
-(:class:`KeepFrom`) and reads only those before it for the summary (:func:`fold_head`).
+(:class:`KeepFrom`) and reads only those before it for the summary (``fold_streamed(head=True)``).
 """
 
 from __future__ import annotations
@@ -235,12 +235,15 @@ def fold_streamed(
     instructions: str | None = None,
     source: str | None = None,
     source_range: str | None = None,
+    head: bool = False,
 ) -> Folded:
     """:func:`~ctxfold.strategies.summary.fold` with ``keep_tail`` and a summarizer that reads
-    everything (the offline digest), from the streamed readings."""
+    everything (the offline digest), from the streamed readings. With ``head``, the fold of
+    the messages before ``keep.cut`` of a read for :class:`TailFits`, as of
+    ``messages[:cut]``: a sliding window's head, whose tail goes on verbatim after it."""
     read = ctx.digesting.result(recorded_summary(ctx.body_head))
     standing = read.standing
-    tail = _tail(ctx, standing, counter, budget_tokens)
+    tail = [] if head else _tail(ctx, standing, counter, budget_tokens)
     tail_tokens = sum(c.total for c in counter.count_messages(tail)) if tail else 0
     request = SummaryRequest(
         (),
@@ -249,37 +252,11 @@ def fold_streamed(
         instructions=instructions,
         source=source,
         source_range=source_range,
+        continues=head,
     )
     result = summarizer.digested(request, read)
     note = continuation_message(ctx.latest_request(), standing, tail=bool(tail))
     return Folded([summary_message(result.text), note, *tail], result, 0, len(tail))
-
-
-def fold_head(
-    ctx: StreamedContext,
-    *,
-    summarizer: OfflineSummarizer,
-    budget_tokens: int,
-    instructions: str | None = None,
-    source: str | None = None,
-    source_range: str | None = None,
-) -> Folded:
-    """:func:`~ctxfold.strategies.summary.fold` of the messages before ``keep.cut`` (a sliding
-    window's head: the tail after it goes on verbatim), from the readings of a read for
-    :class:`TailFits`."""
-    read = ctx.digesting.result(recorded_summary(ctx.body_head))
-    request = SummaryRequest(
-        (),
-        max(1, budget_tokens),
-        previous_summary=ctx.previous,
-        instructions=instructions,
-        source=source,
-        source_range=source_range,
-        continues=True,
-    )
-    result = summarizer.digested(request, read)
-    note = continuation_message(ctx.latest_request(), read.standing, tail=False)
-    return Folded([summary_message(result.text), note], result, 0, 0)
 
 
 def _tail(ctx: StreamedContext, standing: Standing, counter: Counter, budget_tokens: int) -> list[Message]:

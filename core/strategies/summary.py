@@ -9,8 +9,9 @@ summary rolls it in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
@@ -208,6 +209,23 @@ def fold_for(inp: StrategyInput, messages: Sequence[Message], *, keep_tail: bool
     )
 
 
+def streamed_fold_for(inp: StrategyInput, fold_streamed: Callable[..., Folded], **options: Any) -> Folded:
+    """``fold_streamed`` of a context too long to hold (``StreamedContext.fold_streamed``) with
+    a strategy input's counter and settings; only the offline digest reads such a context."""
+    offline = answering_digest(inp.summarizer)
+    if offline is None or inp.summarizer_window < UNLIMITED_WINDOW:
+        raise Unknowable("only the offline digest reads a streamed context")
+    return fold_streamed(
+        counter=inp.counter,
+        summarizer=offline,
+        budget_tokens=inp.budget_tokens,
+        instructions=inp.instructions,
+        source=inp.source,
+        source_range=inp.source_range,
+        **options,
+    )
+
+
 def fold(
     messages: Sequence[Message],
     *,
@@ -252,20 +270,7 @@ class SummaryStrategy:
 
     def apply(self, inp: StrategyInput) -> StrategyOutput:
         streamed = getattr(inp.messages, "fold_streamed", None)  # a context too long to hold
-        if streamed is not None:
-            offline = answering_digest(inp.summarizer)
-            if offline is None or inp.summarizer_window < UNLIMITED_WINDOW:
-                raise Unknowable("only the offline digest reads a streamed context")
-            folded = streamed(
-                counter=inp.counter,
-                summarizer=offline,
-                budget_tokens=inp.budget_tokens,
-                instructions=inp.instructions,
-                source=inp.source,
-                source_range=inp.source_range,
-            )
-        else:
-            folded = self._fold(inp)
+        folded = streamed_fold_for(inp, streamed) if streamed is not None else self._fold(inp)
         return self._output(inp, folded)
 
     def _fold(self, inp: StrategyInput) -> Folded:
