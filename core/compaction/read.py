@@ -71,13 +71,12 @@ def read_input(
     outline: bool = False,
     stream: bool = False,
     mask: int | None = None,
-    sliding: bool = False,
 ) -> Read:
     """Parse the file once, estimating as it streams. The entries are kept in memory, or with
     ``outline`` only what the later steps read (:mod:`ctxfold.compaction.skeleton`): the
     current context (and, after a state file, the context from its watermark) and the writers'
-    outline. With ``stream`` too, a long context streams by (which needs the summary strategy,
-    or ``sliding`` the sliding window, the offline digest and no state file); with
+    outline. With ``stream`` too, a long context streams by (which needs the summary or
+    sliding-window strategy, the offline digest and no state file); with
     ``mask`` instead, all but that many of the newest tool results are masked as they are read
     (a mask strategy first, no state file)."""
     outs = place.outs
@@ -86,8 +85,10 @@ def read_input(
     kept: list[Entry] = []
     size = Path(path).stat().st_size if path != "-" else 0
     helper = stream and _helped(size)
-    # a mask pass alone counts a masked context too long to hold (a chain folds it further)
+    # a mask pass alone counts a masked context too long to hold (a chain folds it further);
+    # a sliding window's streamed context keeps what its passes read
     counts = mask is not None and opts.strategy == "mask-observations"
+    sliding = opts.strategy == "sliding-window"
     bound = MASK_COUNT_CHARS if counts else STREAM_CHARS
     # a state file's pass goes on from its watermark (or the entry before it: resume.py)
     starts = (state.watermark - 1, state.watermark) if state is not None else ()

@@ -131,11 +131,8 @@ def _compact(
     # a mask pass first masks as it reads, so that the old tool results are never held
     masks_first = outline and not folded_before and strategy.name.split("+")[0] == "mask-observations"
     mask = opts.keep_observations if masks_first else None
-    sliding = opts.strategy == "sliding-window"
     try:
-        read = read_input(
-            path, opts, config, place, outline=outline, stream=stream, mask=mask, sliding=sliding
-        )
+        read = read_input(path, opts, config, place, outline=outline, stream=stream, mask=mask)
     except Unknowable:  # a compaction recorded in the log keeps messages that streamed by; a mask
         # counted with a tokenizer the whole log did not settle on
         read = read_input(path, opts, config, place)
