@@ -39,15 +39,18 @@ def mode_for(path: Path) -> int:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO]:
-    """Yield a file to write; it replaces ``path`` only if the block finishes without error."""
+def atomic_writer(path: str | Path, mode: str = "wb", *, sync: bool = True) -> Iterator[IO]:
+    """Yield a file to write; it replaces ``path`` only if the block finishes without error.
+    ``sync=False`` leaves out the fsync, for a cache whose torn file after a crash is set aside
+    when read."""
     path = Path(path)
     fd, tmp = _temp_beside(path)
     with _renamed_over(path, fd, tmp, mode) as f:
         _chmod(f.fileno(), tmp, mode_for(path))
         yield f
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 @contextlib.contextmanager
@@ -108,9 +111,9 @@ def _chmod(fd: int, tmp: str, mode: int) -> None:
         os.chmod(tmp, mode)
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
+def write_atomic(path: str | Path, data: bytes, *, sync: bool = True) -> None:
     try:
-        with atomic_writer(path) as f:
+        with atomic_writer(path, sync=sync) as f:
             f.write(data)
     except OSError as err:
         raise OutputError(f"{path}: cannot write: {err.strerror or err}") from None

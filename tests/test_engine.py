@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -466,3 +467,18 @@ def test_the_hidden_prompt_carried_over_a_compaction_is_never_more_than_the_smal
     cal.reset()  # ctxfold's fold
     assert cal.prior.overhead <= 115
     assert cal.predict(200).tokens < 1_000
+
+
+def test_the_profile_is_a_cache_written_without_fsync_the_state_file_with_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    prof = Profiles(tmp_path / "p.json")
+    prof.learn("claude-code|claude-opus-4", "a", Observation(26_000, 1.3))
+    prof.save()
+    assert Profiles(tmp_path / "p.json").profiles == prof.profiles and synced == []
+    store = JsonFileStore(tmp_path / "state.json")
+    store.set("k", 1)
+    assert len(synced) == 1  # the watermark state is the user's data: it survives a crash
