@@ -393,8 +393,8 @@ def test_other_settings_never_reuse_the_counts(tmp_path: Path, monkeypatch: pyte
 def test_a_long_session_is_kept_in_slices_and_read_on_as_a_cold_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A kept state pickles its requests and messages a slice at a time (one pickle of them all
-    holds a memo of every object: 20 MB for a 200 MB session); past MAX_CHUNKS, afresh."""
+    """A kept state pickles its requests a slice at a time (one pickle of them all holds a memo
+    of every object); past MAX_CHUNKS, afresh."""
     monkeypatch.setattr(countstore, "SLICE", 3)
     monkeypatch.setattr(countstore, "MAX_CHUNKS", 6)
     target, data = _session(tmp_path)
@@ -406,9 +406,9 @@ def test_a_long_session_is_kept_in_slices_and_read_on_as_a_cold_run(
         assert bool(trace["resumed"]) == (step > 0) and trace["kept"], (fraction, trace)
         entry = CountStore().load(cache_key(str(target), Spec(None, None, None, Config()), None, False), [])
         assert entry is not None
-        requests, _, context, _, _ = pickle.loads(entry.payload)["frozen"]
-        assert all(len(pickle.loads(c)) <= 3 for c in [*requests, *context])
-        most = max(most, len(requests), len(context))
+        requests, _ = pickle.loads(entry.payload)["frozen"]
+        assert all(len(pickle.loads(c)) <= 3 for c in requests)
+        most = max(most, len(requests))
     assert most > 1
 
 

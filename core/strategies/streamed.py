@@ -35,7 +35,8 @@ from ctxfold.strategies.summary import (
     summary_message,
     summary_of,
 )
-from ctxfold.tokens.counting import Counter, MessageCount
+from ctxfold.tokens.context_counts import ContextCounts
+from ctxfold.tokens.counting import Counter
 from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 RETAIN_CHARS = 500_000  # the recent tail kept verbatim, in characters of text (roughly)
@@ -118,7 +119,7 @@ class StreamedContext(Sequence[Message]):
         # each message's (role, id), hashed (a long context has ~50,000): the read's counts are
         # matched to the messages by them
         self.names = array("q")
-        self.sizes: list[int] | None = None  # each message's tokens, once the read's count is matched
+        self.sizes: Sequence[int] | None = None  # each message's tokens, once the read's count is matched
         for m in seed:
             self.append(m)
 
@@ -154,15 +155,15 @@ class StreamedContext(Sequence[Message]):
             self.tail_chars -= w
             self.calls_before.update(p.id for p in old.parts if isinstance(p, ToolCallPart))
 
-    def counted(self, counts: Sequence[MessageCount]) -> None:
+    def counted(self, counts: ContextCounts) -> None:
         """The read's count of each message (the estimate replays the same context): kept as
         ``sizes`` when the messages are those, in that order, else left unknown."""
         if (
             self.cuts
             and len(counts) == self.n
-            and all(hash((c.role, c.id)) == name for c, name in zip(counts, self.names, strict=True))
+            and all(hash(row) == name for row, name in zip(counts.names(), self.names, strict=True))
         ):
-            self.sizes = [c.total for c in counts]
+            self.sizes = counts.totals
 
     def clean_cuts(self) -> list[bool]:
         """For each ``i``, :func:`~ctxfold.strategies.summary.clean_cut` ``(context, i)``: no

@@ -16,7 +16,7 @@ Writes are atomic (a temp file renamed over the entry; no fsync: a torn entry fa
 and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first (checked
 at most every ``SWEEP_EVERY`` seconds, and whenever one process has written an eighth of it).
 
-Also here: the chunks a kept replay is pickled in (``Chunks``). Whether the session file is
+Also here: the chunks a kept replay's requests are pickled in (``Chunks``). Whether the session file is
 still the one an entry was made from is ``filecheck``'s.
 """
 
@@ -40,9 +40,10 @@ from ctxfold.tokens.session import Replay, collector_paused
 
 MAGIC = b"ctxfold count cache\n"
 MAX_CHUNKS = 64  # then a kept state's pickled chunks are pickled again, afresh
-SLICE = 4096  # requests or messages per pickled chunk
-VERSION = 4  # 4: the state and result checked by CRC-32; 3: the file's result may follow the state;
-# 2: the prefix checked by CRC-32 (1: SHA-256)
+SLICE = 4096  # requests per pickled chunk
+# 5: the context kept by column (``context_counts``); 4: the state and result checked by CRC-32;
+# 3: the file's result may follow the state; 2: the prefix checked by CRC-32 (1: SHA-256)
+VERSION = 5
 # the largest file whose result is kept beside its state: past it, unpickling the result costs
 # what restoring the state and finishing does (0.06 s for a 200 MB session), and pickling it
 # would be paid again by every run after the session grew
@@ -291,24 +292,16 @@ def _canonical(value: Any) -> bytes:
 
 
 class Chunks:
-    """A kept replay's requests and context messages, pickled in chunks that the next kept state
-    reuses as they are: a request does not change once the next one exists, nor a message once
-    it is in the context (a compaction starts a new context, and its chunks afresh). So a run
-    pickles only what it read, not the whole session again."""
+    """A kept replay's requests, pickled in chunks that the next kept state reuses as they are:
+    a request does not change once the next one exists. So a run pickles only the requests it
+    read, not the whole session's again. (The context's counts are columns of numbers, pickled
+    whole in a few milliseconds: ``context_counts``.)"""
 
-    def __init__(
-        self,
-        requests: list[bytes] | None = None,
-        n_requests: int = 0,
-        context: list[bytes] | None = None,
-        n_context: int = 0,
-        segment: int = -1,
-    ) -> None:
+    def __init__(self, requests: list[bytes] | None = None, n_requests: int = 0) -> None:
         self.requests, self.n_requests = requests or [], n_requests
-        self.context, self.n_context, self.segment = context or [], n_context, segment
 
-    def chunks(self) -> tuple[list[bytes], int, list[bytes], int, int]:
-        return self.requests, self.n_requests, self.context, self.n_context, self.segment
+    def chunks(self) -> tuple[list[bytes], int]:
+        return self.requests, self.n_requests
 
     def pickled(self, replay: Replay) -> Replay:
         """``replay`` without what the chunks hold, the chunks brought up to date."""
@@ -318,28 +311,20 @@ class Chunks:
         if frozen > self.n_requests:
             self.requests = [*self.requests, *_sliced(replay.requests[self.n_requests : frozen])]
             self.n_requests = frozen
-        ctx = replay.context
-        if replay.segment != self.segment or len(ctx) < self.n_context or len(self.context) >= MAX_CHUNKS:
-            self.context, self.n_context, self.segment = [], 0, replay.segment
-        if len(ctx) > self.n_context:
-            self.context = [*self.context, *_sliced(ctx[self.n_context :])]
-            self.n_context = len(ctx)
-        return replace(replay, requests=replay.requests[frozen:], context=[])
+        return replace(replay, requests=replay.requests[frozen:])
 
     def restored(self, replay: Replay) -> Replay:
         """The whole replay again, from the rest of it and the chunks."""
         requests = [r for chunk in self.requests for r in unpickle(chunk)]
-        context = [m for chunk in self.context for m in unpickle(chunk)]
-        if len(requests) != self.n_requests or len(context) != self.n_context:
+        if len(requests) != self.n_requests:
             raise ValueError("the chunks do not add up")
         replay.requests = [*requests, *replay.requests]
-        replay.context = context
         return replay
 
 
 def _sliced(items: list[Any]) -> list[bytes]:
-    """``items`` pickled a slice at a time: one pickle of a whole long session's messages
-    holds a memo of every object in it (20 MB for 53,000 messages, against 5 MB a slice)."""
+    """``items`` pickled a slice at a time: one pickle of a whole long session's requests
+    holds a memo of every object in it, several times a slice's."""
     return [dumps(items[i : i + SLICE]) for i in range(0, len(items), SLICE)]
 
 

@@ -7,7 +7,6 @@ whole stream is replayed through one :class:`SessionCounter`.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -250,8 +249,7 @@ def _peek_model(entries: Iterator[Entry]) -> tuple[list[Entry], str | None, int 
 
 
 def _largest(replay: Replay, n: int) -> list[LargeMessage]:
-    top = heapq.nlargest(n, enumerate(replay.context), key=lambda im: im[1].total)
-    return [LargeMessage(i, mc.role, mc.total, mc.preview) for i, mc in top]
+    return [LargeMessage(*row) for row in replay.context.largest(n)]
 
 
 def with_progress(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
+from ctxfold.tokens.context_counts import ContextCounts
 from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
 from ctxfold.tokens.harness_prompts import LogFacts
 from ctxfold.tokens.parallel import Counting, Pending
@@ -107,7 +108,7 @@ class Replay:
 
     requests: list[Request] = field(default_factory=list)
     compactions: list[RecordedCompaction] = field(default_factory=list)
-    context: list[MessageCount] = field(default_factory=list)
+    context: ContextCounts = field(default_factory=ContextCounts)
     by_category: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
     system: tuple[str, ...] = ()
     tools: tuple[ToolDef, ...] = ()
@@ -282,9 +283,8 @@ class SessionCounter:
 
     def _open_request(self, model: str | None, real: int | None = None, source: str | None = None) -> Request:
         s = self.state
-        last = s.context[-1] if s.context else None
         req = Request(
-            turn_start=last is not None and last.role == "user" and not last.by_category.get("tool_results"),
+            turn_start=s.context.ends_with_user_turn(),
             index=len(s.requests),
             estimate=s.context_total,
             messages=len(s.context),
@@ -340,11 +340,10 @@ class SessionCounter:
 
     def _compaction(self, m: CompactionMarker) -> None:
         s = self.state
-        kept: list[MessageCount] = []
+        kept = None
         if m.first_kept_id is not None:
-            ids = [mc.id for mc in s.context]
-            if m.first_kept_id in ids:
-                kept = s.context[ids.index(m.first_kept_id) :]
+            first = s.context.index(m.first_kept_id)
+            kept = s.context.suffix(first) if first is not None else None
         self._in_run = False
         s.compactions.append(
             RecordedCompaction(len(s.requests), m.source, m.tokens_before, m.tokens_after, m.trigger)
@@ -357,8 +356,10 @@ class SessionCounter:
             self._held_summary = m.summary  # counted when the next message does not hold it
         elif m.summary:
             self._append_summary(m.summary)
-        for mc in kept:
-            self._append(mc)
+        if kept:
+            s.context.extend(kept)
+            for cat, n in kept.sums().items():
+                s.by_category[cat] += n
 
     def _release_summary(self) -> None:
         """The held summary was not repeated by a message: it heads the context."""
@@ -371,7 +372,7 @@ class SessionCounter:
 
     def _clear(self) -> None:
         s = self.state
-        s.context = []
+        s.context = ContextCounts()
         s.server_tools = 0
         for cat in CATEGORIES:
             if cat not in ("system", "tools"):
