@@ -91,11 +91,6 @@ class MessageCount:
     id: str | None = None
     preview: str = ""
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # the count cache pickles a replay's every message: rebuilt by the constructor from a
-        # tuple, faster than the slots default's per-object dict of fields
-        return (MessageCount, (self.role, self.total, self.by_category, self.thinking, self.id, self.preview))
-
 
 def _json(value: Any) -> str:
     if isinstance(value, str):

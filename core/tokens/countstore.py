@@ -16,8 +16,8 @@ Writes are atomic (a temp file renamed over the entry; no fsync: a torn entry fa
 and the folder is kept under ``MAX_BYTES``, the entries used longest ago removed first (checked
 at most every ``SWEEP_EVERY`` seconds, and whenever one process has written an eighth of it).
 
-Also here: the chunks a kept replay's requests are pickled in (``Chunks``). Whether the session file is
-still the one an entry was made from is ``filecheck``'s.
+Also here: the chunks a kept replay's requests are pickled in (``Chunks``). Whether the session
+file is still the one an entry was made from is ``filecheck``'s.
 """
 
 from __future__ import annotations
@@ -294,8 +294,8 @@ def _canonical(value: Any) -> bytes:
 class Chunks:
     """A kept replay's requests, pickled in chunks that the next kept state reuses as they are:
     a request does not change once the next one exists. So a run pickles only the requests it
-    read, not the whole session's again. (The context's counts are columns of numbers, pickled
-    whole in a few milliseconds: ``context_counts``.)"""
+    read, not the whole session's again. (The context's counts are columns, pickled whole: 15 ms
+    for the 53,000 messages of a 200 MB Codex log, ``context_counts``.)"""
 
     def __init__(self, requests: list[bytes] | None = None, n_requests: int = 0) -> None:
         self.requests, self.n_requests = requests or [], n_requests

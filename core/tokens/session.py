@@ -5,7 +5,7 @@ system prompt, the tool definitions and every message of the current context bef
 run. The real count, when the log has one, is the usage on the run's last message (or the
 count stated in a "prompt is too long" error). Recorded compactions reset the context the
 way the recording tool did. Messages are tokenized in batches and the context keeps only
-per-message counts, so memory stays at what one request needs.
+per-message counts, by column (``context_counts``), so memory stays near what one request needs.
 
 A compaction's summary heads the context after it, unless the message that follows holds it
 (ctxfold's own compactions: the marker records the summary and the summary message after it is
