@@ -32,15 +32,16 @@ _USER, _TOOL_RESULTS = _ROLE["user"], _CATEGORY["tool_results"]
 
 class ContextCounts:
     """Rows of counts: ``totals[i]``, ``cats[c][i]`` (tokens of ``CATEGORIES[c]``), ``roles[i]``
-    (an index into ``ROLES``), ``ids[i]``, and ``previews`` of the rows that may be among the
-    largest."""
+    (an index into ``ROLES``, then ``other_roles``), ``ids[i]``, and ``previews`` of the rows that
+    may be among the largest."""
 
-    __slots__ = ("_checked", "_greater", "cats", "ids", "previews", "roles", "totals")
+    __slots__ = ("_checked", "_greater", "cats", "ids", "other_roles", "previews", "roles", "totals")
 
     def __init__(self) -> None:
         self.totals = array("q")
         self.cats = tuple(array("q") for _ in CATEGORIES)
         self.roles = bytearray()
+        self.other_roles: list[str] = []  # roles past ROLES (a message built by hand), in order met
         self.ids: list[str | None] = []
         self.previews: dict[int, str] = {}
         # for each row before ``_checked`` whose preview is kept: how many rows after it, up to
@@ -60,7 +61,8 @@ class ContextCounts:
             column.append(by.get(c, 0))
         if not by.keys() <= _CATEGORY.keys():
             raise ValueError(f"unknown token categories {sorted(by.keys() - _CATEGORY.keys())}")
-        self.roles.append(_ROLE[mc.role])
+        code = _ROLE.get(mc.role)
+        self.roles.append(code if code is not None else self._code(mc.role))
         self.ids.append(mc.id)
         self.previews[i] = mc.preview
         if i + 1 - self._checked >= PRUNE_EVERY:
@@ -72,7 +74,10 @@ class ContextCounts:
         self.totals.extend(other.totals)
         for mine, theirs in zip(self.cats, other.cats, strict=True):
             mine.extend(theirs)
-        self.roles.extend(other.roles)
+        if other.other_roles:
+            self.roles.extend(self._code(other.role(r)) for r in other.roles)
+        else:
+            self.roles.extend(other.roles)
         self.ids.extend(other.ids)
         self.previews.update((n + i, p) for i, p in other.previews.items())
 
@@ -82,6 +87,7 @@ class ContextCounts:
         out.totals = self.totals[start:]
         out.cats = tuple(column[start:] for column in self.cats)
         out.roles = self.roles[start:]
+        out.other_roles = list(self.other_roles)
         out.ids = self.ids[start:]
         out.previews = {i - start: p for i, p in self.previews.items() if i >= start}
         out._greater = {i - start: g for i, g in self._greater.items() if i >= start}
@@ -104,7 +110,19 @@ class ContextCounts:
 
     def names(self) -> Iterator[tuple[str, str | None]]:
         """Each row's role and id."""
-        return zip((ROLES[r] for r in self.roles), self.ids, strict=True)
+        return zip(map(self.role, self.roles), self.ids, strict=True)
+
+    def role(self, code: int) -> str:
+        return ROLES[code] if code < len(ROLES) else self.other_roles[code - len(ROLES)]
+
+    def _code(self, role: str) -> int:
+        if role in _ROLE:
+            return _ROLE[role]
+        if role not in self.other_roles:
+            if len(ROLES) + len(self.other_roles) > 255:
+                raise ValueError("more than 256 message roles")
+            self.other_roles.append(role)
+        return len(ROLES) + self.other_roles.index(role)
 
     def largest(self, n: int) -> list[tuple[int, str, int, str]]:
         """The ``n`` largest rows (``n`` ≤ ``LARGEST``), largest first, ties by position: their
@@ -114,7 +132,7 @@ class ContextCounts:
         self._prune()
         totals = self.totals
         top = heapq.nsmallest(n, self.previews, key=lambda i: (-totals[i], i))
-        return [(i, ROLES[self.roles[i]], totals[i], self.previews[i]) for i in top]
+        return [(i, self.role(self.roles[i]), totals[i], self.previews[i]) for i in top]
 
     def _prune(self) -> None:
         """Let go of the previews of rows with ``LARGEST`` strictly larger rows after them."""
@@ -149,6 +167,7 @@ class ContextCounts:
             "totals": self.totals.tobytes(),
             "cats": [column.tobytes() for column in self.cats],
             "roles": bytes(self.roles),
+            "other_roles": self.other_roles,
             "ids": self.ids,
             "previews": self.previews,
             "greater": self._greater,
@@ -158,6 +177,7 @@ class ContextCounts:
         self.totals = _column(state["totals"])
         self.cats = tuple(_column(b) for b in state["cats"])
         self.roles = bytearray(state["roles"])
+        self.other_roles = state["other_roles"]
         self.ids = state["ids"]
         self.previews = state["previews"]
         self._greater = state["greater"]
@@ -167,7 +187,7 @@ class ContextCounts:
             len(self.cats) == len(CATEGORIES)
             and all(len(c) == n for c in self.cats)
             and len(self.roles) == n == len(self.ids)
-            and max(self.roles, default=0) < len(ROLES)
+            and max(self.roles, default=0) < len(ROLES) + len(self.other_roles)
             and self.previews.keys() == self._greater.keys()
             and all(0 <= i < n for i in self.previews)
         ):
