@@ -54,13 +54,13 @@ class ContextCounts:
         return len(self.totals)
 
     def append(self, mc: MessageCount) -> None:
+        by = mc.by_category
+        if not by.keys() <= _CATEGORY.keys():  # checked first: a row is appended whole or not at all
+            raise ValueError(f"unknown token categories {sorted(by.keys() - _CATEGORY.keys())}")
         i = len(self.totals)
         self.totals.append(mc.total)
-        by = mc.by_category
         for c, column in zip(CATEGORIES, self.cats, strict=True):
             column.append(by.get(c, 0))
-        if not by.keys() <= _CATEGORY.keys():
-            raise ValueError(f"unknown token categories {sorted(by.keys() - _CATEGORY.keys())}")
         code = _ROLE.get(mc.role)
         self.roles.append(code if code is not None else self._code(mc.role))
         self.ids.append(mc.id)
