@@ -184,6 +184,25 @@ def test_counting_splits_by_category() -> None:
     assert all(c.total == sum(c.by_category.values()) for c in counts)
 
 
+def test_a_system_prompt_restated_is_counted_once_and_a_changed_one_again() -> None:
+    """Codex restates its system prompt at every turn: the counter counts it once, yet a
+    changed prompt (or one back again) is never answered with the count kept before."""
+    seen: list[str] = []
+
+    class Spy(HeuristicTokenizer):
+        def count_batch(self, texts):  # type: ignore[no-untyped-def]
+            seen.extend(texts)
+            return super().count_batch(texts)
+
+    counter = Counter(Spy(), "openai")
+    per = counter.framing.per_message
+    a, b = ("You are a coding agent.", "Be brief."), ("You are a reviewer.",)
+    for system in (a, a, b, a, list(a)):
+        assert counter.count_system(system) == sum(len(t) // 4 for t in system) + per
+    assert seen == [*a, *b, *a]  # counted when it changed, not when it was restated
+    assert counter.count_system(()) == 0
+
+
 def test_thinking_counts_for_anthropic_only() -> None:
     tok = get_tokenizer("o200k")
     msg = Message("assistant", (ThinkingPart("let me think about this"), ThinkingPart(signature="s" * 1000)))

@@ -129,6 +129,7 @@ class Counter:
         # With ``memo`` a message object is counted once (it is kept alive so its id stays
         # unique): for in-memory work that counts the same messages several times (compact).
         self._memo: dict[int, tuple[Message, MessageCount]] | None = {} if memo else None
+        self._system: tuple[tuple[str, ...], int] = ((), 0)  # the last system prompt counted
 
     # ---------------------------------------------------------------- messages, batched
 
@@ -240,9 +241,14 @@ class Counter:
     # ------------------------------------------------------------- fixed request parts
 
     def count_system(self, system: Sequence[str]) -> int:
+        """A log restates its system prompt at every turn (Codex's ``turn_context``): the same
+        one is counted once."""
         if not system:
             return 0
-        return sum(self.tokenizer.count_batch(list(system))) + self.framing.per_message
+        key = tuple(system)
+        if key != self._system[0]:
+            self._system = key, sum(self.tokenizer.count_batch(list(system)))
+        return self._system[1] + self.framing.per_message
 
     def count_tools(self, tools: Sequence[ToolDef]) -> int:
         """Tool definitions as the provider serializes them: name, description, JSON schema."""
