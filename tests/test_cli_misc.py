@@ -104,3 +104,42 @@ def test_a_json_run_never_loads_rich(command: str, tmp_path: Path) -> None:
     assert "rich" in imported()  # the measure is real: the terminal's output needs it
     loaded = imported("--json")
     assert "ctxfold.tokens.session" in loaded and "rich" not in loaded
+
+
+def _invocations() -> list[list[str]]:
+    """Every command and group, its help and a usage error, with and without ``--debug``."""
+    from typer.main import get_command
+
+    names = sorted(get_command(app).commands)  # type: ignore[attr-defined]
+    assert {"estimate", "report", "compact", "profile"} <= set(names)
+    return [
+        [*pre, name, *rest]
+        for name in names
+        for rest in (["--help"], ["--no-such-option"])
+        for pre in ([], ["--debug"])
+    ]
+
+
+@pytest.mark.parametrize("args", _invocations(), ids=" ".join)
+def test_the_application_built_for_one_command_answers_as_the_whole_one(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``main`` builds only the command the arguments name (``for_args``): its help, its usage
+    errors and its exit status are the whole application's, word for word."""
+    from ctxfold.cli.app import for_args
+    from ctxfold.cli.errors import DEBUG_VAR
+
+    monkeypatch.setenv(DEBUG_VAR, "")  # what ``--debug`` sets is undone after the test
+
+    one = for_args(args)
+    assert one is not app and len(one.registered_commands) + len(one.registered_groups) == 1
+    whole, alone = runner.invoke(app, args), runner.invoke(one, args)
+    assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+    assert alone.output.strip()
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["estimat", "x"], ["--version"], ["-h", "estimate"]])
+def test_anything_but_a_command_first_gets_the_whole_application(args: list[str]) -> None:
+    from ctxfold.cli.app import for_args
+
+    assert for_args(args) is app
