@@ -5,10 +5,11 @@ Core and Rich are imported inside the commands so ``ctxfold --help`` starts fast
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.main import get_command_name
+from typer.models import CommandInfo
 
 from ctxfold.cli import compact_cmds
 from ctxfold.cli.errors import DEBUG_VAR, EXIT_FAILURE, attributed, handle_errors
@@ -438,14 +439,12 @@ def main() -> None:
 def for_args(args: list[str]) -> typer.Typer:
     """The application with only the command the arguments name, when they name one first
     (``--debug`` may come before it). Typer builds every command's parser from its signature
-    before it parses anything: 25 ms of a small ``estimate``'s 0.3 s, for the one that runs.
+    before it parses anything: 25-45 ms of a small ``estimate``'s 0.3 s, for the one that runs.
     Anything else (no command, a misspelt one, the list of commands) gets the whole application."""
     import copy
 
-    from typer.main import get_command_name
-
     first = next((a for a in args if a != "--debug"), "")
-    commands = [c for c in app.registered_commands if _name(c, get_command_name) == first]
+    commands = [c for c in app.registered_commands if _name(c) == first]
     groups = [g for g in app.registered_groups if g.name == first]
     if not commands and not groups:
         return app
@@ -454,10 +453,11 @@ def for_args(args: list[str]) -> typer.Typer:
     return one
 
 
-def _name(command: typer.models.CommandInfo, default: Callable[[str], str]) -> str:
+def _name(command: CommandInfo) -> str:
+    """The name a command is called by, as Typer derives it."""
     if command.name:
         return command.name
-    return default(command.callback.__name__) if command.callback is not None else ""
+    return get_command_name(command.callback.__name__) if command.callback is not None else ""
 
 
 if __name__ == "__main__":  # pragma: no cover
