@@ -246,9 +246,11 @@ class Counter:
         if not system:
             return 0
         key = tuple(system)
-        if key != self._system[0]:
-            self._system = key, sum(self.tokenizer.count_batch(list(system)))
-        return self._system[1] + self.framing.per_message
+        kept_key, kept = self._system  # read once: a guard's counter may serve several threads
+        if key != kept_key:
+            kept = sum(self.tokenizer.count_batch(list(system)))
+            self._system = key, kept
+        return kept + self.framing.per_message
 
     def count_tools(self, tools: Sequence[ToolDef]) -> int:
         """Tool definitions as the provider serializes them: name, description, JSON schema."""
