@@ -5,6 +5,8 @@ Core and Rich are imported inside the commands so ``ctxfold --help`` starts fast
 
 from __future__ import annotations
 
+import copy
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -430,8 +432,6 @@ app.command("config", cls=HelpCommand)(compact_cmds.show_config)
 
 
 def main() -> None:
-    import sys
-
     # help and usage text are printed by click, before any command's handle_errors
     handle_errors(for_args(sys.argv[1:]))(prog_name="ctxfold")
 
@@ -441,8 +441,6 @@ def for_args(args: list[str]) -> typer.Typer:
     (``--debug`` may come before it). Typer builds every command's parser from its signature
     before it parses anything: 25-45 ms of a small ``estimate``'s 0.3 s, for the one that runs.
     Anything else (no command, a misspelt one, the list of commands) gets the whole application."""
-    import copy
-
     first = next((a for a in args if a != "--debug"), "")
     commands = [c for c in app.registered_commands if _name(c) == first]
     groups = [g for g in app.registered_groups if g.name == first]

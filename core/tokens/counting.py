@@ -248,7 +248,7 @@ class Counter:
         key = tuple(system)
         kept_key, kept = self._system  # read once: a guard's counter may serve several threads
         if key != kept_key:
-            kept = sum(self.tokenizer.count_batch(list(system)))
+            kept = sum(self.tokenizer.count_batch(list(key)))
             self._system = key, kept
         return kept + self.framing.per_message
 
