@@ -8,10 +8,14 @@ For the Claude Code and Codex shapes (files generated from the real sessions by 
 cached as ``estimate.py`` caches them), each command runs once per size in a fresh child of the
 measured interpreter: ``estimate_file``, ``report_file`` and ``compact_file`` (offline digest,
 ``force``, outputs to a temporary folder; a pass refused for saving too little has read the
-whole file all the same, and is measured), each child with an empty cache folder of its own.
+whole file all the same, and is measured), each child with an empty cache folder of its own
+and every size counted by the same engine (``--engine``, quicktok: what 200 MB gets).
 ``peak MiB`` is the child's own high-water RSS (``VmHWM``; ``ru_maxrss`` would carry the parent's
 RSS over the fork), ``+MiB`` its growth over import and tokenizer load, and the slope is the
-least-squares growth of the peak in MiB per MB of input. It prints numbers and asserts nothing.
+least-squares growth of the peak in MiB per MB of input. Then what ``estimate``'s result keeps,
+in two parts: a row per model request, and the context now (its per-message counts; a session
+that never compacts, as a generated file may be, keeps every message). It prints numbers and
+asserts nothing.
 The issue's target: ``compact`` at most 160 MB on 200 MB, not growing with the input.
 
 :func:`rows` returns the measurements, for ``speed.py`` to print beside its own.
@@ -35,6 +39,10 @@ from estimate import GENERATED_FORMATS, generator_sources
 
 COMMANDS = ("estimate", "report", "compact")
 SIZES = (50.0, 100.0, 200.0)
+# Every size counted by one engine, so the slope is the input's and not an engine's: left to
+# choose, ctxfold counts 50 MB with rs-bpe in helper processes (whose memory is theirs, not the
+# measured process's) and 100 MB up with quicktok in-process. quicktok is what 200 MB gets.
+ENGINE = "quicktok"
 QUICK = (5.0, 10.0, 20.0)
 
 _CHILD = (
@@ -67,18 +75,36 @@ if what == "compact":
 elif what == "report":
     report_file(args["path"], fmt=args["fmt"])
 else:
-    estimate_file(args["path"], fmt=args["fmt"])
+    r = estimate_file(args["path"], fmt=args["fmt"])
 out["seconds"] = time.perf_counter() - t
 out["peak_mb"] = hwm()
+out["engine"] = getattr(get_tokenizer("o200k"), "engine", "tiktoken")
+if what == "estimate":  # what the result keeps: the request rows, and the context now
+    import gc
+    def kept(root):
+        seen, todo, size = set(), [root], 0
+        while todo:
+            o = todo.pop()
+            if id(o) in seen or isinstance(o, type):
+                continue
+            seen.add(id(o))
+            size += sys.getsizeof(o)
+            todo.extend(gc.get_referents(o))
+        return size / 2**20
+    out["requests"], out["requests_mb"] = len(r.replay.requests), kept(r.replay.requests)
+    out["messages"], out["context_mb"] = len(r.replay.context), kept(r.replay.context)
+    out["windows"] = r.context_tokens / r.model.window if r.model.window else None
 print(json.dumps(out))
 """
 )
 
 
-def measure(python: str, what: str, path: Path, fmt: str) -> dict[str, Any]:
+def measure(python: str, what: str, path: Path, fmt: str, engine: str = ENGINE) -> dict[str, Any]:
     job = {"what": what, "path": str(path), "fmt": fmt}
     with tempfile.TemporaryDirectory(prefix="ctxfold-bench-cache-") as cache:
         env = child_env(Path(cache))
+        if engine != "auto":
+            env["CTXFOLD_BPE"] = engine
         return run_child(_CHILD, job, python=python, env=env, what=f"{what} child on {path.name}")
 
 
@@ -90,6 +116,7 @@ def rows(
     seed: int = 0,
     out: Path | None = None,
     commands: Sequence[str] = COMMANDS,
+    engine: str = ENGINE,
 ) -> list[dict[str, Any]]:
     """One row per shape, size and command: ``format``, ``size_mb`` (the file's own), ``command``,
     ``nominal_mb`` (the size asked for), ``peak_mb`` and ``loaded_mb`` (MiB), ``seconds``, and
@@ -103,7 +130,7 @@ def rows(
         for size in sizes:
             path, _ = generate(fmt, sources, size, seed=seed, out_dir=out)
             for what in commands:
-                r = measure(python, what, path, fmt)
+                r = measure(python, what, path, fmt, engine)
                 found.append(
                     {
                         "format": fmt,
@@ -138,8 +165,10 @@ def print_table(found: Sequence[dict[str, Any]]) -> None:
     w = max(9, *(len(r["command"]) for r in found))
     head = f"{'shape':<12} {'command':<{w}} " + " ".join(f"{f'{s:g} MB':>9}" for s in sizes)
     head += f" {'+MiB':>7} {'MiB/MB':>7}"
+    engines = ", ".join(sorted({r.get("engine", "?") for r in found}))
     print(
-        f"peak RSS in MiB (VmHWM of a fresh child per run); +MiB over import and tokenizer load at {sizes[-1]:g} MB"
+        f"peak RSS in MiB (VmHWM of a fresh child per run; counted by {engines}); "
+        f"+MiB over import and tokenizer load at {sizes[-1]:g} MB"
     )
     print(head)
     print("-" * len(head))
@@ -159,6 +188,27 @@ def print_table(found: Sequence[dict[str, Any]]) -> None:
             )
 
 
+def print_kept(found: Sequence[dict[str, Any]]) -> None:
+    """What ``estimate``'s result keeps, per shape and size: the slope's two parts."""
+    rows = [r for r in found if r["command"] == "estimate" and "requests_mb" in r]
+    if not rows:
+        return
+    print("\nwhat estimate keeps at the end (MiB): one row per request, and the context now")
+    head = f"{'shape':<12} {'MB':>6} {'requests':>9} {'MiB':>6} {'messages':>9} {'MiB':>6} {'× window':>9}"
+    print(head + "\n" + "-" * len(head))
+    for r in rows:
+        windows = f"{r['windows']:>9.1f}" if r["windows"] is not None else f"{'':>9}"
+        print(
+            f"{r['format']:<12} {r['size_mb']:>6.1f} {r['requests']:>9,} {r['requests_mb']:>6.1f} "
+            f"{r['messages']:>9,} {r['context_mb']:>6.1f} {windows}"
+        )
+    for fmt in dict.fromkeys(r["format"] for r in rows):
+        mine = [r for r in rows if r["format"] == fmt]
+        req = slope([(r["size_mb"], r["requests_mb"]) for r in mine])
+        ctx = slope([(r["size_mb"], r["context_mb"]) for r in mine])
+        print(f"{fmt}: MiB per MB of input, requests {req:.3f}, context {ctx:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose ctxfold is measured")
@@ -169,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         "--commands",
         default=",".join(COMMANDS),
         help="commands to measure; compact:STRATEGY for another strategy (compact:mask-observations)",
+    )
+    ap.add_argument(
+        "--engine",
+        default=ENGINE,
+        help=f"the counting engine at every size ({ENGINE}); auto: the one ctxfold picks per size",
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help=f"folder for generated files ({default_dir()})")
@@ -183,9 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         out=args.out,
         commands=args.commands.split(","),
+        engine=args.engine,
     )
     if found:
         print_table(found)
+        print_kept(found)
     if args.json:
         args.json.write_text(json.dumps(found, indent=1))
     return 0
