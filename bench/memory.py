@@ -190,20 +190,20 @@ def print_table(found: Sequence[dict[str, Any]]) -> None:
 
 def print_kept(found: Sequence[dict[str, Any]]) -> None:
     """What ``estimate``'s result keeps, per shape and size: the slope's two parts."""
-    rows = [r for r in found if r["command"] == "estimate" and "requests_mb" in r]
-    if not rows:
+    kept = [r for r in found if r["command"] == "estimate" and "requests_mb" in r]
+    if not kept:
         return
     print("\nwhat estimate keeps at the end (MiB): one row per request, and the context now")
     head = f"{'shape':<12} {'MB':>6} {'requests':>9} {'MiB':>6} {'messages':>9} {'MiB':>6} {'× window':>9}"
     print(head + "\n" + "-" * len(head))
-    for r in rows:
+    for r in kept:
         windows = f"{r['windows']:>9.1f}" if r["windows"] is not None else f"{'':>9}"
         print(
             f"{r['format']:<12} {r['size_mb']:>6.1f} {r['requests']:>9,} {r['requests_mb']:>6.1f} "
             f"{r['messages']:>9,} {r['context_mb']:>6.1f} {windows}"
         )
-    for fmt in dict.fromkeys(r["format"] for r in rows):
-        mine = [r for r in rows if r["format"] == fmt]
+    for fmt in dict.fromkeys(r["format"] for r in kept):
+        mine = [r for r in kept if r["format"] == fmt]
         req = slope([(r["size_mb"], r["requests_mb"]) for r in mine])
         ctx = slope([(r["size_mb"], r["context_mb"]) for r in mine])
         print(f"{fmt}: MiB per MB of input, requests {req:.3f}, context {ctx:.3f}")
