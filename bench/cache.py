@@ -24,9 +24,9 @@ and unchanged. ``--no-commands`` skips them.
 Then ``ctxfold statusline`` on a 20 MB Claude Code session (the whole command, as Claude Code
 runs it, with a private cache folder already holding the session): the median of ``--runs``
 runs of the file unchanged, and with one line appended before each run (a live session), next
-to ``python -c pass`` (the issue's target: ≤ 0.15 s), and those times scaled to the hour the
-target was set in by raw tiktoken's rate on the session's texts (``_machine.py``). It prints
-numbers and asserts nothing.
+to ``python -c pass`` (the issue's target: ≤ 0.15 s); the first line prints two probes of
+fixed work (``_machine.py``) to read that time against other hours. It prints numbers and
+asserts nothing.
 
 ``rows(...)`` returns the same figures for ``speed.py``.
 """
@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _child import child_env, run_child
 from _gen import MB, generate
-from _machine import describe, scaled, tiktoken_rate
-from estimate import capture, generator_sources
+from _machine import describe, probes
+from estimate import generator_sources
 
 SHAPES = ("claude-code", "codex")
 GROWTH = 0.02
@@ -195,7 +195,6 @@ def _has_statusline(cmd: list[str], env: dict[str, str]) -> bool:
 
 def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) -> dict[str, Any]:
     path, _ = generate("claude-code", generator_sources("claude-code"), size_mb, seed=seed)
-    rate = tiktoken_rate(capture(path, "claude-code")[2])  # this hour's speed (_machine.py)
     data = path.read_bytes()
     live = work / "statusline-live.jsonl"
     live.write_bytes(data)
@@ -223,7 +222,6 @@ def statusline(python: str, size_mb: float, runs: int, seed: int, work: Path) ->
         "same_s": statistics.median(same),
         "grown_s": statistics.median(grown),
         "python_s": statistics.median(anchor),
-        "rate": rate,
         "line": out.stdout.strip(),
     }
 
@@ -261,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (2 if args.quick else 3)
     runs = args.runs or (7 if args.quick else 15)
     print(f"measuring {args.python}; load average {os.getloadavg()[0]:.2f}")
+    print(describe(probes(args.python)))
     out = rows(size, rounds, args.python, args.seed, 20, runs, not args.no_commands)
     print(f"\n{'shape':<12} {'MB':>6} {'cold s':>7} {'keep s':>7} {'grown s':>8} {'same s':>7} "
           f"{'grown/cold':>10} {'same/cold':>9} {'keep/cold':>9}")  # fmt: skip
@@ -288,10 +287,6 @@ def main(argv: list[str] | None = None) -> int:
         f"\nstatusline on a {s['mb']:.0f} MB Claude Code session (median of {runs}): unchanged "
         f"{s['same_s']:.3f} s, one line appended {s['grown_s']:.3f} s, first run {s['first_s']:.3f} s; "
         f"python -c pass {s['python_s']:.3f} s"
-    )
-    print(
-        f"this machine: {describe(s['rate'])}; scaled to the issue's hour: appended "
-        f"{scaled(s['grown_s'], s['rate']):.3f} s, unchanged {scaled(s['same_s'], s['rate']):.3f} s (target <= 0.15)"
     )
     print(f"its line: {s['line']}")
     return 0

@@ -18,9 +18,8 @@ For the Claude Code and Codex shapes (a file generated from the real sessions, `
   and ``floor/tiktoken``: that time spread evenly over this machine's cores, over raw tiktoken's.
   No split of the work can bring ``est/tiktoken`` under it; only doing less work can.
 
-Under the table, raw tiktoken's rate on the texts (tokens/s on one thread): how fast this
-machine runs this hour against the hour the issue's absolute targets were set in
-(``_machine.py``); the start-up times are printed as measured and scaled by it.
+Above the table, two probes of fixed work (``_machine.py``): how fast this machine runs this
+hour, to read the absolute times (start-up, the statusline) against other hours.
 
 Then a folder of small logs (``report --brief --no-profile``): wall time, the CPU time of the
 command and its workers, and their ratio (cpu/wall; ~2 when both cores work), next to one
@@ -69,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _child import PRELUDE, child_env, run_child
 from _gen import MB, default_dir, generate, generate_folder
-from _machine import describe, scaled
+from _machine import describe, probes
 from estimate import _fresh, _load, capture, generator_sources, parallelism, real_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,25 +106,23 @@ print(json.dumps(out))
 )
 
 
-def raw(batches: list[list[str]], engine: str) -> tuple[float, int]:
-    """One thread, one call per text, over fresh copies of the texts: seconds and tokens."""
+def raw(batches: list[list[str]], engine: str) -> float:
+    """One thread, one call per text, over fresh copies of the texts."""
     from ctxfold.tokens.encodings import get_encoding
     from ctxfold.tokens.engines import quicktok_encoding
 
     if engine == "tiktoken":
-        encode = get_encoding("o200k_base").encode_ordinary
-        count: Any = lambda text: len(encode(text))  # noqa: E731
+        count: Any = get_encoding("o200k_base").encode_ordinary
     else:
         qt, why = quicktok_encoding("o200k_base")
         if qt is None:
             raise RuntimeError(f"quicktok unavailable: {why}")
         count = qt.count
     texts = [t for b in _fresh(batches) for t in b]
-    tokens = 0
     start = time.perf_counter()
     for t in texts:
-        tokens += count(t)
-    return time.perf_counter() - start, tokens
+        count(t)
+    return time.perf_counter() - start
 
 
 def shape(
@@ -142,10 +139,9 @@ def shape(
         if i == 0:
             row.update(parse_s=c["parse_s"], peak_mb=c["peak_mb"], engine=c["engine"])
         tik.append(raw(batches, "tiktoken"))
-        qt.append(raw(batches, "quicktok")[0])
+        qt.append(raw(batches, "quicktok"))
     est_s, cpu_s = min(est)  # the fastest round's wall time and that round's CPU time
-    tiktoken_s, tokens = min(tik)
-    row.update(est_s=est_s, cpu_s=cpu_s, tiktoken_s=tiktoken_s, quicktok_s=min(qt), rate=tokens / tiktoken_s)
+    row.update(est_s=est_s, cpu_s=cpu_s, tiktoken_s=min(tik), quicktok_s=min(qt))
     return row
 
 
@@ -289,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{os.cpu_count()} CPUs; load average {_load()}; 2-thread speed-up of a GIL-free task {parallelism():.2f}x"
     )
+    print(describe(probes(args.python, env)))
 
     from ctxfold.tokens.parallel import cpus
 
@@ -300,18 +297,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{'cpu s':>6} {'floor/tiktoken':>14}"
     )
     print(head + "\n" + "-" * len(head))
-    rates = {}
     for fmt in SHAPES:
         r = shape(fmt, size, rounds, args.python, env, args.seed)
-        rates[fmt] = r["rate"]
         print(
             f"{fmt:<12} {r['mb']:>6.1f} {r['texts']:>7,} {r['chars'] / 1e6:>8.1f} {r['engine']:>9} "
             f"{r['est_s']:>10.2f} {r['parse_s']:>8.2f} {r['tiktoken_s']:>13.2f} {r['quicktok_s']:>13.2f} "
             f"{r['est_s'] / r['tiktoken_s']:>12.2f} {r['est_s'] / r['quicktok_s']:>12.2f} {r['peak_mb']:>8.0f} "
             f"{r['cpu_s']:>6.2f} {r['cpu_s'] / cores / r['tiktoken_s']:>14.2f}"
         )
-    rate = rates["claude-code"]
-    print(f"this machine: {describe(rate)}; Codex texts {rates['codex'] / 1e6:.2f} M")
 
     f = folder(args.python, env, files, args.folder_kb, 2 if args.quick else 3, args.seed)
     line = (
@@ -327,10 +320,6 @@ def main(argv: list[str] | None = None) -> int:
         f"\nstart-up (medians of {runs}): estimate {TINY.name} {s['tiny']:.3f} s "
         f"({s['tiny'] / s['pass']:.1f}x python -c pass, {s['pass'] * 1000:.0f} ms); ctxfold --help {s['help']:.3f} s "
         f"({s['help'] / s['pass']:.1f}x); the very first estimate (empty cache) {s['first']:.3f} s"
-    )
-    print(
-        f"  scaled to the issue's hour (_machine.py, by the Claude Code texts' rate): estimate "
-        f"{scaled(s['tiny'], rate):.3f} s (target <= 0.3), --help {scaled(s['help'], rate):.3f} s (<= 0.15)"
     )
     tools = args.ccusage or [t for t in [shutil.which("ccusage")] if t]
     if tools:
