@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ctxfold.cli import plain
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -200,12 +202,105 @@ def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
 
 
 def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
+    facts = _estimate_facts(r, predicted)
+    parts = [
+        (cat.replace("_", " "), f"{n:,}", f"{n / max(1, r.context_tokens):.1%}")
+        for cat, n in r.replay.by_category.items()
+        if n
+    ]
+    parts.append(("framing", f"{r.replay.per_request:,}", ""))
+    text = _estimate_plain(r, facts, parts)
+    if text is not None:
+        sys.stdout.write(text)
+        return
     from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
-    m = r.model
     out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
+    print_facts(facts)
+    table = Table(title=None, show_edge=False, pad_edge=False, box=None)
+    table.add_column("part", style="cyan")
+    table.add_column("tokens", justify="right")
+    table.add_column("share", justify="right")
+    for row in parts:
+        table.add_row(*row)
+    out.print(table)
+    if r.largest:
+        # The numbers whole at any width: the previews take what the other columns leave, cut
+        # with an ellipsis, or are left out (saying so) when that is too little to read.
+        cells = [(str(lm.position), lm.role, f"{lm.tokens:,}") for lm in r.largest]
+        widths = [max(least, *(cell_len(row[i]) for row in cells)) for i, least in enumerate(LARGEST_LEAST)]
+        room = out.width - sum(widths) - 2 * len(widths)
+        big = Table(show_edge=False, pad_edge=False, box=None)
+        for name, w in zip(("#", "role", "tokens"), widths, strict=True):
+            big.add_column(name, justify="left" if name == "role" else "right", no_wrap=True, min_width=w)
+        if room >= len(LARGEST):
+            previews = [Text(lm.preview, no_wrap=True, overflow="ellipsis") for lm in r.largest]
+            widest = max(len(LARGEST), *(p.cell_len for p in previews))
+            big.add_column(LARGEST, no_wrap=True, overflow="ellipsis", width=min(room, widest))
+            for row, preview in zip(cells, previews, strict=True):
+                big.add_row(*row, preview)
+        else:
+            for row in cells:
+                big.add_row(*row)
+        out.print(big, crop=False)
+        if room < len(LARGEST):
+            print_facts([("", "message previews left out at this width; --json has them")], key_width=0)
+    out.print()
+
+
+LARGEST = "largest messages"
+LARGEST_LEAST = (4, 9, 7)  # the least widths of its columns "#", "role" and "tokens"
+
+
+def _estimate_plain(
+    r: FileEstimate, facts: list[tuple[str, str]], parts: list[tuple[str, str, str]]
+) -> str | None:
+    """What ``_estimate_one`` prints with Rich, built without it (``plain.py``) when piped and
+    every character is one cell wide; else None."""
+    width = plain.width(out)
+    if width is None:
+        return None
+    got = [plain.line(f"{r.path}  ({r.format})", width)]
+    for key, value in facts:  # as print_facts lays them out: indent 2, key 12, a space
+        lines = plain.wrap(value, max(20, width - 15))
+        if lines is None:
+            return None
+        got += [
+            plain.line((f"  {key:<12} " if i == 0 else " " * 15) + text, width)
+            for i, text in enumerate(lines)
+        ]
+    names, tokens, shares = zip(*parts, strict=True)
+    got.append(
+        plain.table([("part", names, "left"), ("tokens", tokens, "right"), ("share", shares, "right")], width)
+    )
+    if r.largest:
+        columns = [
+            ("#", [str(lm.position) for lm in r.largest], "right"),
+            ("role", [lm.role for lm in r.largest], "left"),
+            ("tokens", [f"{lm.tokens:,}" for lm in r.largest], "right"),
+        ]
+        widths = [
+            max(least, *map(len, cells)) for least, (_, cells, _) in zip(LARGEST_LEAST, columns, strict=True)
+        ]
+        room = width - sum(widths) - 2 * len(widths)
+        previews = [lm.preview for lm in r.largest]
+        if room < len(LARGEST) or not all(map(plain.one_cell, previews)):
+            return None  # left out, saying so; or to be measured
+        cut = min(room, max(len(LARGEST), *map(len, previews)))  # as wide as the widest, or cut
+        # a column of that width: a preview's trailing spaces pad as the column does
+        previews = [(p if len(p) <= cut else p[: cut - 1] + "…").rstrip() for p in previews]
+        got.append(plain.table([*columns, (LARGEST, previews, "left")], width, (*LARGEST_LEAST, cut)))
+    if any(part is None for part in got):
+        return None
+    text = "".join(part or "" for part in got) + "\n"
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    return text if text.isascii() or encoding == "utf8" else None  # else Rich writes it
+
+
+def _estimate_facts(r: FileEstimate, predicted: Prediction) -> list[tuple[str, str]]:
+    m = r.model
     facts = [
         ("model", f"{m.name or '?'} ({m.provider}, tokenizer {m.tokenizer})"),
         ("window", f"{m.window:,} tokens ({m.window_source})"),
@@ -243,41 +338,7 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
         )
     share = f", {predicted.tokens / m.window:.1%} of the window" if m.window else ""
     facts.append(("predicted", f"{predicted.tokens:,} real tokens{share}: {predicted.basis}"))
-    print_facts(facts)
-
-    table = Table(title=None, show_edge=False, pad_edge=False, box=None)
-    table.add_column("part", style="cyan")
-    table.add_column("tokens", justify="right")
-    table.add_column("share", justify="right")
-    total = max(1, r.context_tokens)
-    for cat, n in r.replay.by_category.items():
-        if n:
-            table.add_row(cat.replace("_", " "), f"{n:,}", f"{n / total:.1%}")
-    table.add_row("framing", f"{r.replay.per_request:,}", "")
-    out.print(table)
-    if r.largest:
-        # The numbers whole at any width: the previews take what the other columns leave, cut
-        # with an ellipsis, or are left out (saying so) when that is too little to read.
-        header = "largest messages"
-        cells = [(str(lm.position), lm.role, f"{lm.tokens:,}") for lm in r.largest]
-        widths = [max(least, *(cell_len(row[i]) for row in cells)) for i, least in enumerate((4, 9, 7))]
-        room = out.width - sum(widths) - 2 * len(widths)
-        big = Table(show_edge=False, pad_edge=False, box=None)
-        for name, w in zip(("#", "role", "tokens"), widths, strict=True):
-            big.add_column(name, justify="left" if name == "role" else "right", no_wrap=True, min_width=w)
-        if room >= len(header):
-            previews = [Text(lm.preview, no_wrap=True, overflow="ellipsis") for lm in r.largest]
-            widest = max(len(header), *(p.cell_len for p in previews))
-            big.add_column(header, no_wrap=True, overflow="ellipsis", width=min(room, widest))
-            for row, preview in zip(cells, previews, strict=True):
-                big.add_row(*row, preview)
-        else:
-            for row in cells:
-                big.add_row(*row)
-        out.print(big, crop=False)
-        if room < len(header):
-            print_facts([("", "message previews left out at this width; --json has them")], key_width=0)
-    out.print()
+    return facts
 
 
 def profile(profiles: Profiles) -> None:

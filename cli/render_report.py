@@ -16,7 +16,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from ctxfold.cli import render, render_cost
+from ctxfold.cli import plain, render, render_cost
 from ctxfold.cli.render import num, print_facts, warn
 
 if TYPE_CHECKING:
@@ -395,28 +395,13 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
 
 
 def _plain(cols: Sequence[Col], width: int) -> str | None:
-    """The table as Rich lays it out, built directly, when no styles are written (piped output)
-    and every cell is printable text one cell per character that fits unwrapped: then each column is as wide as its widest
-    cell, cells are padded to it, and columns are two spaces apart. Rich measures and pads each
-    of a folder's thousands of cells as a renderable of its own (about a second for 2,000
-    lines); this is what it prints, in a few milliseconds. None: Rich lays it out."""
-    if render.out.color_system is not None or not cols:
+    """The table as Rich lays it out, built directly (``plain.table``), when no styles are
+    written (piped output). Rich measures and pads each of a folder's thousands of cells as a
+    renderable of its own (about a second for 2,000 lines); this is what it prints, in a few
+    milliseconds. None: Rich lays it out."""
+    if render.out.color_system is not None:
         return None
-    widths = []
-    for c in cols:
-        cells = [c.name, *c.cells]
-        if not all(x.isprintable() and (x.isascii() or cell_len(x) == len(x)) for x in cells):
-            return None  # wide, zero-width or control characters: Rich measures them
-        if any(x[:1].isspace() or x[-1:].isspace() for x in cells):
-            return None  # Rich trims the spaces around a justified cell
-        widths.append(max(map(len, cells)))
-    if sum(widths) + 2 * (len(cols) - 1) > width:
-        return None  # something wraps or folds
-    pads = [str.ljust if c.justify == "left" else str.rjust for c in cols]
-    rows = zip(*([c.name, *c.cells] for c in cols), strict=True)
-    return "".join(
-        "  ".join(pad(x, w) for pad, x, w in zip(pads, row, widths, strict=True)) + "\n" for row in rows
-    )
+    return plain.table([(c.name, c.cells, c.justify) for c in cols], width)
 
 
 def _print_table(chosen: Sequence[Col], need: int, width: int) -> None:

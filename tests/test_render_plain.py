@@ -4,13 +4,18 @@ in them needs measuring; what they print must be exactly what Rich prints for th
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from ctxfold.cli import render, render_report
+from ctxfold.cli import plain, render, render_report
 from ctxfold.cli.render_report import Col
 
 # words with the characters the tables hold (digits, commas, %, $, the dash of a missing
@@ -69,3 +74,75 @@ def test_a_terminal_with_styles_is_left_to_rich(monkeypatch: pytest.MonkeyPatch)
     console = Console(file=io.StringIO(), width=100, force_terminal=True, color_system="standard")
     monkeypatch.setattr(render, "out", console)
     assert render_report._plain([Col("a", ["1"])], 100) is None
+
+
+BUNDLED = sorted(p for p in FIXTURES.rglob("*.json*") if p.is_file())
+
+
+def _estimate(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *, rich: bool, width: int = 160
+) -> tuple[int, str]:
+    """``estimate PATH`` piped, through the plain path (as a pipe gets it) or with Rich."""
+    from typer.testing import CliRunner
+
+    from ctxfold.cli.app import app
+
+    monkeypatch.setattr(render, "out", render._LazyConsole(highlight=False, width=width))
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    if rich:
+        monkeypatch.setattr(plain, "width", lambda console: None)
+    done = CliRunner().invoke(app, ["estimate", "--no-cache", "--no-profile", str(path)])
+    return done.exit_code, done.stdout
+
+
+@pytest.mark.parametrize("width", [60, 100, 160])
+def test_a_piped_estimate_prints_what_rich_prints(width: int) -> None:
+    """Every bundled session, estimated piped at a width (160 when no COLUMNS says otherwise):
+    the text built without Rich is Rich's (facts wrapped, previews cut), and most take that path
+    (a wide character, or a width too narrow for the previews, goes to Rich)."""
+    built = []
+    for path in BUNDLED:
+        with pytest.MonkeyPatch.context() as m:
+            code, fast = _estimate(path, m, rich=False, width=width)
+            made = render.out.made  # type: ignore[attr-defined]
+        with pytest.MonkeyPatch.context() as m:
+            rich_code, slow = _estimate(path, m, rich=True, width=width)
+        assert (code, fast) == (rich_code, slow), path
+        if code == 0 and not made:
+            built.append(path)
+    assert len(built) >= len(BUNDLED) // 2, f"{len(built)} of {len(BUNDLED)} built without Rich"
+
+
+def test_a_piped_estimate_loads_no_rich_console(tmp_path: Path) -> None:
+    """Piped, a session whose output needs no measuring prints without Rich's console and tables
+    (its measure of a character's width, ``rich.cells``, is all it may load)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    path = FIXTURES / "anthropic" / "requests.jsonl"  # lines that fit, one-cell characters
+
+    def imported(**extra: str) -> set[str]:
+        run = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "ctxfold", "estimate", "--no-profile", str(path)],
+            env={**env, **extra}, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if "import time:" in line}
+
+    assert "rich.console" in imported(FORCE_COLOR="1")  # the measure is real: a terminal needs it
+    loaded = imported()
+    assert "ctxfold.tokens.session" in loaded
+    assert not {"rich.console", "rich.table", "rich.text"} & loaded
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(alphabet="ab cd,.:()×—-", max_size=120) | st.lists(WORDS, max_size=30).map(" ".join),
+    room=st.integers(5, 60),
+)
+def test_plain_wrap_cuts_where_rich_cuts(text: str, room: int) -> None:
+    from rich.text import Text
+
+    lines = plain.wrap(text, room)
+    if lines is not None:
+        console = Console(file=io.StringIO(), width=200)
+        assert lines == [str(line).rstrip() for line in Text(text).wrap(console, room, overflow="fold")]
