@@ -17,14 +17,10 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 
-def width(console: object) -> int | None:
-    """The width to lay plain text out at for ``console`` (``render.out``): its fixed width
-    when it is not made yet and writes to a pipe or a file with no styles (no FORCE_COLOR or
-    TTY_COMPATIBLE); None when Rich is to print (a terminal, a console already made, or one a
-    test put in place)."""
-    made = getattr(console, "made", True)
-    fixed = getattr(console, "_options", {}).get("width")
-    if made or not isinstance(fixed, int) or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+def width(fixed: object) -> int | None:
+    """``fixed`` (a console's set width) when stdout is a pipe or a file that takes no styles
+    (no FORCE_COLOR or TTY_COMPATIBLE says otherwise); None when Rich is to print."""
+    if not isinstance(fixed, int) or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
         return None
     try:
         return None if sys.stdout.isatty() else fixed

@@ -259,7 +259,9 @@ def _estimate_plain(
 ) -> str | None:
     """What ``_estimate_one`` prints with Rich, built without it (``plain.py``) when piped and
     every character is one cell wide; else None."""
-    width = plain.width(out)
+    if not isinstance(out, _LazyConsole) or out.made:  # Rich prints already, or a test's console
+        return None
+    width = plain.width(out._options.get("width"))
     if width is None:
         return None
     got = [plain.line(f"{r.path}  ({r.format})", width)]

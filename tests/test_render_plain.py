@@ -91,7 +91,7 @@ def _estimate(
     for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(name, raising=False)
     if rich:
-        monkeypatch.setattr(plain, "width", lambda console: None)
+        monkeypatch.setattr(plain, "width", lambda fixed: None)
     done = CliRunner().invoke(app, ["estimate", "--no-cache", "--no-profile", str(path)])
     return done.exit_code, done.stdout
 
