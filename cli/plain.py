@@ -17,15 +17,20 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 
-def width(fixed: object) -> int | None:
-    """``fixed`` (a console's set width) when stdout is a pipe or a file that takes no styles
-    (no FORCE_COLOR or TTY_COMPATIBLE says otherwise); None when Rich is to print."""
-    if not isinstance(fixed, int) or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
-        return None
+def no_terminal(stream: object) -> bool:
+    """Whether Rich takes ``stream`` for no terminal, found without loading it: not a TTY (or
+    closed, or no real file), and no FORCE_COLOR or TTY_COMPATIBLE saying it is one."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return False
     try:
-        return None if sys.stdout.isatty() else fixed
+        return not stream.isatty()  # type: ignore[attr-defined]
     except (AttributeError, ValueError):  # closed, or not a real file
-        return None
+        return True
+
+
+def width(fixed: object) -> int | None:
+    """``fixed`` (a console's set width) when stdout takes no styles; None when Rich is to print."""
+    return fixed if isinstance(fixed, int) and no_terminal(sys.stdout) else None
 
 
 def one_cell(text: str) -> bool:

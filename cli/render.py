@@ -19,7 +19,7 @@ import orjson
 from ctxfold.cli import plain
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
 
     from ctxfold.engine.calibration import Prediction
     from ctxfold.engine.profile import Profiles
@@ -66,12 +66,8 @@ def _stderr_terminal() -> bool:
     """``err.is_terminal``, without loading Rich for a stderr that is plainly no terminal (Rich
     takes one for a terminal only when it is a TTY or FORCE_COLOR or TTY_COMPATIBLE says so)."""
     made = not isinstance(err, _LazyConsole) or err.made
-    if not made and "FORCE_COLOR" not in os.environ and "TTY_COMPATIBLE" not in os.environ:
-        try:
-            if not sys.stderr.isatty():
-                return False
-        except (AttributeError, ValueError):  # closed, or not a real file
-            return False
+    if not made and plain.no_terminal(sys.stderr):
+        return False
     return bool(err.is_terminal)
 
 
@@ -179,13 +175,22 @@ def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width:
     from rich.text import Text
 
     con = _real(out)
-    lead = indent + key_width + 1 if key_width else indent
-    room = max(20, con.width - lead)
+    room, head = _fact_layout(con.width, indent, key_width)
     for key, value in facts:
         for i, line in enumerate(Text(value).wrap(con, room, overflow="fold")):
             line.rstrip()
-            head = f"{' ' * indent}{key:<{key_width}} " if key_width and i == 0 else " " * lead
-            con.print(Text.assemble(head, line))
+            con.print(Text.assemble(head(key, i), line))
+
+
+def _fact_layout(width: int, indent: int = 2, key_width: int = 12) -> tuple[int, Callable[[str, int], str]]:
+    """``print_facts``' layout at ``width``: the room a value wraps in, and what goes before its
+    line ``i`` (the key on the first, spaces under it after)."""
+    lead = indent + key_width + 1 if key_width else indent
+
+    def head(key: str, i: int) -> str:
+        return f"{' ' * indent}{key:<{key_width}} " if key_width and i == 0 else " " * lead
+
+    return max(20, width - lead), head
 
 
 def num(x: int | None) -> str:
@@ -229,29 +234,46 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     if r.largest:
         # The numbers whole at any width: the previews take what the other columns leave, cut
         # with an ellipsis, or are left out (saying so) when that is too little to read.
-        cells = [(str(lm.position), lm.role, f"{lm.tokens:,}") for lm in r.largest]
-        widths = [max(least, *(cell_len(row[i]) for row in cells)) for i, least in enumerate(LARGEST_LEAST)]
-        room = out.width - sum(widths) - 2 * len(widths)
+        columns, widths, cut = _largest_layout(r, out.width, cell_len)
         big = Table(show_edge=False, pad_edge=False, box=None)
-        for name, w in zip(("#", "role", "tokens"), widths, strict=True):
-            big.add_column(name, justify="left" if name == "role" else "right", no_wrap=True, min_width=w)
-        if room >= len(LARGEST):
-            previews = [Text(lm.preview, no_wrap=True, overflow="ellipsis") for lm in r.largest]
-            widest = max(len(LARGEST), *(p.cell_len for p in previews))
-            big.add_column(LARGEST, no_wrap=True, overflow="ellipsis", width=min(room, widest))
-            for row, preview in zip(cells, previews, strict=True):
-                big.add_row(*row, preview)
+        for (name, _, justify), w in zip(columns, widths, strict=True):
+            big.add_column(name, justify=justify, no_wrap=True, min_width=w)
+        rows = list(zip(*(cells for _, cells, _ in columns), strict=True))
+        if cut:
+            big.add_column(LARGEST, no_wrap=True, overflow="ellipsis", width=cut)
+            for row, lm in zip(rows, r.largest, strict=True):
+                big.add_row(*row, Text(lm.preview, no_wrap=True, overflow="ellipsis"))
         else:
-            for row in cells:
+            for row in rows:
                 big.add_row(*row)
         out.print(big, crop=False)
-        if room < len(LARGEST):
+        if not cut:
             print_facts([("", "message previews left out at this width; --json has them")], key_width=0)
     out.print()
 
 
 LARGEST = "largest messages"
 LARGEST_LEAST = (4, 9, 7)  # the least widths of its columns "#", "role" and "tokens"
+
+
+def _largest_layout(
+    r: FileEstimate, width: int, measure: Callable[[str], int]
+) -> tuple[list[tuple[str, list[str], JustifyMethod]], list[int], int]:
+    """The largest messages' columns "#", "role" and "tokens" and their widths, and the width of
+    the previews' column at ``width``: as wide as the widest preview (or its header), cut to what
+    the others leave; 0 when that is less than its header (the previews are left out)."""
+    columns: list[tuple[str, list[str], JustifyMethod]] = [
+        ("#", [str(lm.position) for lm in r.largest], "right"),
+        ("role", [lm.role for lm in r.largest], "left"),
+        ("tokens", [f"{lm.tokens:,}" for lm in r.largest], "right"),
+    ]
+    widths = [
+        max(least, *map(measure, cells)) for least, (_, cells, _) in zip(LARGEST_LEAST, columns, strict=True)
+    ]
+    room = width - sum(widths) - 2 * len(widths)
+    if room < len(LARGEST):
+        return columns, widths, 0
+    return columns, widths, min(room, max(len(LARGEST), *(measure(lm.preview) for lm in r.largest)))
 
 
 def _estimate_plain(
@@ -265,34 +287,26 @@ def _estimate_plain(
     if width is None:
         return None
     got = [plain.line(f"{r.path}  ({r.format})", width)]
-    for key, value in facts:  # as print_facts lays them out: indent 2, key 12, a space
-        lines = plain.wrap(value, max(20, width - 15))
+    room, head = _fact_layout(width)
+    for key, value in facts:
+        lines = plain.wrap(value, room)
         if lines is None:
             return None
-        got += [
-            plain.line((f"  {key:<12} " if i == 0 else " " * 15) + text, width)
-            for i, text in enumerate(lines)
-        ]
+        got += [plain.line(head(key, i) + text, width) for i, text in enumerate(lines)]
     names, tokens, shares = zip(*parts, strict=True)
     got.append(
         plain.table([("part", names, "left"), ("tokens", tokens, "right"), ("share", shares, "right")], width)
     )
     if r.largest:
-        columns = [
-            ("#", [str(lm.position) for lm in r.largest], "right"),
-            ("role", [lm.role for lm in r.largest], "left"),
-            ("tokens", [f"{lm.tokens:,}" for lm in r.largest], "right"),
-        ]
-        widths = [
-            max(least, *map(len, cells)) for least, (_, cells, _) in zip(LARGEST_LEAST, columns, strict=True)
-        ]
-        room = width - sum(widths) - 2 * len(widths)
-        previews = [lm.preview for lm in r.largest]
-        if room < len(LARGEST) or not all(map(plain.one_cell, previews)):
-            return None  # left out, saying so; or to be measured
-        cut = min(room, max(len(LARGEST), *map(len, previews)))  # as wide as the widest, or cut
+        if not all(plain.one_cell(lm.preview) for lm in r.largest):
+            return None  # Rich measures them
+        columns, _, cut = _largest_layout(r, width, len)
+        if not cut:
+            return None  # left out, saying so
         # a column of that width: a preview's trailing spaces pad as the column does
-        previews = [(p if len(p) <= cut else p[: cut - 1] + "…").rstrip() for p in previews]
+        previews = [
+            (p if len(p) <= cut else p[: cut - 1] + "…").rstrip() for p in (lm.preview for lm in r.largest)
+        ]
         got.append(plain.table([*columns, (LARGEST, previews, "left")], width, (*LARGEST_LEAST, cut)))
     if any(part is None for part in got):
         return None
