@@ -82,17 +82,22 @@ BUNDLED = sorted(p for p in FIXTURES.rglob("*.json*") if p.is_file())
 def _estimate(
     path: Path, monkeypatch: pytest.MonkeyPatch, *, rich: bool, width: int = 160
 ) -> tuple[int, str]:
-    """``estimate PATH`` piped, through the plain path (as a pipe gets it) or with Rich."""
+    """``estimate PATH`` piped, through the plain path (as a pipe gets it) or with Rich. PATH is
+    given relative to the fixtures, so what is printed does not depend on where the clone is (a
+    long absolute path on the first line does not fit a narrow width, and goes to Rich)."""
     from typer.testing import CliRunner
 
     from ctxfold.cli.app import app
 
+    monkeypatch.chdir(FIXTURES)
     monkeypatch.setattr(render, "out", render._LazyConsole(highlight=False, width=width))
     for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(name, raising=False)
     if rich:
         monkeypatch.setattr(plain, "width", lambda fixed: None)
-    done = CliRunner().invoke(app, ["estimate", "--no-cache", "--no-profile", str(path)])
+    done = CliRunner().invoke(
+        app, ["estimate", "--no-cache", "--no-profile", str(path.relative_to(FIXTURES))]
+    )
     return done.exit_code, done.stdout
 
 
