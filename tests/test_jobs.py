@@ -247,6 +247,28 @@ def test_a_helper_thread_starts_when_what_is_left_pays_for_it(
     assert len(tok.handed) == want
 
 
+@pytest.mark.parametrize(("chars", "engine"), [(100_000, "rs-bpe"), (400_000, "quicktok")])
+def test_a_large_input_with_little_text_to_count_is_counted_by_the_engine_that_loads_fast(
+    chars: int, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 MB of log wants quicktok by its size; but the first batch (1 MB of it read) projects
+    the text to count: 20 M characters are counted sooner by rs-bpe (loaded in 0.05 s), 80 M by
+    quicktok (loaded in about a second)."""
+    from ctxfold.tokens import parallel, tokenizers
+    from ctxfold.tokens.encodings import get_encoding
+
+    monkeypatch.delenv(ENGINE_VAR, raising=False)
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    tok = tokenizers.BpeTokenizer("o200k", "o200k_base")
+    counting = parallel.Counting(tok, 200_000_000, lambda: 1_000_000)
+    try:
+        text = "a few words " * (chars // 12)
+        assert counting.submit([text]).result() == [len(get_encoding("o200k_base").encode_ordinary(text))]
+    finally:
+        counting.close()
+    assert tok.engine == engine
+
+
 @given(st.integers(0, 3000), st.integers(1, 32), st.integers(1, 8))
 def test_the_tasks_take_every_file_once_in_order_smaller_at_the_end(n: int, chunk: int, workers: int) -> None:
     """The workers run out of files together: tasks shrink towards the end, none over the cap,

@@ -87,24 +87,33 @@ class Counted:
 
 class Counting:
     """Submit a batch's texts, get a future of their counts: for an input of ``size`` bytes (0:
-    unknown), with the engine and the helpers (``workers_for``) that suit its size; None: the
+    unknown), with the helpers (``workers_for``) that suit its size and the engine that suits
+    the text it holds to count (projected when the first batch comes); None: the
     last lines of an input an earlier call planned for, counted here with its engine. ``read``
     tells how many of the bytes have been read so far, when it can be told."""
 
     def __init__(self, tokenizer: Any, size: int | None, read: Callable[[], int] | None = None) -> None:
         self._tokenizer = tokenizer
         self._size, self._read = size or 0, read
-        plan = getattr(tokenizer, "plan", None)
-        if plan is not None and size is not None:
-            plan(size)
-        workers = workers_for(size) if size is not None else 0
+        self._plan = getattr(tokenizer, "plan", None) if size is not None else None
+        if self._plan is not None:
+            self._plan(size)
+        self._workers = workers_for(size) if size is not None else 0
+        self._started = False  # the helpers start with the first batch
         self._pool: Executor | None = None
         self._submit: Callable[[list[str]], Pending] | None = None
         self._inline = 0  # characters counted here while a helper thread waits to be worth it
         self._handed = True  # batches go to the helpers (once a thread is worth its start)
         self.in_flight = 1
-        if workers <= 0:
-            return
+
+    def _start(self, texts: Sequence[str]) -> None:
+        """Before the first batch is counted: the engine for the text the input holds to count,
+        projected from this batch and the bytes read for it (``tokenizers.QUICK_CHARS``), loaded
+        here, then the helpers that suit it."""
+        tokenizer, workers = self._tokenizer, self._workers
+        done = self._read() if self._read is not None and self._size else 0
+        if self._plan is not None and done > 0:
+            self._plan(self._size, chars=sum(map(len, texts)) * self._size // done)
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -127,6 +136,10 @@ class Counting:
         self._pool = pool
 
     def submit(self, texts: Sequence[str]) -> Pending:
+        if not self._started:
+            self._started = True
+            if self._workers > 0:
+                self._start(texts)
         if self._submit is not None and not self._handed:
             self._handed = self._worth_a_thread()
         if self._submit is not None and self._handed:

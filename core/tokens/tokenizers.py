@@ -42,6 +42,15 @@ LIGHT_INPUT = 96 * 1024
 # 0.90/1.34, 100 MB 1.51/1.95, 200 MB 2.55/2.65; Codex 20 MB 0.68/1.04, 50 MB 1.25/1.39, 100 MB
 # 1.98/1.94, 200 MB 3.54/2.84. Claude Code's logs are bound by their parse, Codex's by counting.
 QUICK_INPUT = 100_000_000
+# ... unless the text it holds to count, projected from the first batch, is less than this: the
+# load then costs more than quicktok saves (a Claude Code log's text is about a fifth of its
+# bytes, most of the rest JSON around it; a Codex log's about half). `estimate` wall, quicktok
+# against rs-bpe pinned (alternated, medians of 5-6; the text to count in brackets): Claude Code
+# 100 MB 4.07/3.15 s (22 M characters), 200 MB 6.15/5.84 (44 M); Codex 100 MB 3.99/3.96 (53 M),
+# 200 MB 6.86/8.16 (107 M). With helpers only (``tokens/parallel.py``), from the first batch: a
+# log's opening is denser than the rest (the generated Claude Code 200 MB projects 70 M, so it
+# stays on quicktok; its 100 MB projects 35 M: 3.68 s → 2.92 s, medians of 5).
+QUICK_CHARS = 55_000_000
 # A folder's files are counted in worker processes at once (the engine loaded before the fork).
 # `report --brief` of folders of small logs, rs-bpe against quicktok pinned (medians of 3, 2 for
 # the 2,000): 300 logs of 30 MB in all 0.85/1.12 s, 450 of 45 MB 1.15/1.35, 700 of 71 MB
@@ -63,8 +72,8 @@ class BpeTokenizer:
     Every engine gives tiktoken's counts (tests/test_engines.py checks each against it). Small
     inputs are counted in Python from a memory-mapped table (nothing to load); a larger one
     loads a native engine, once per process: rs-bpe for a mid-sized input (it loads fastest),
-    quicktok for a large one (it counts fastest), each when installed in a version tested
-    here; tiktoken when neither can be had. ``CTXFOLD_BPE`` pins one engine.
+    quicktok for one large in bytes and in text to count (it counts fastest), each when
+    installed in a version tested here; tiktoken when neither can be had. ``CTXFOLD_BPE`` pins one engine.
     """
 
     def __init__(self, name: str, encoding: str) -> None:
@@ -95,14 +104,16 @@ class BpeTokenizer:
             return self._native.name
         return "python" if self._light is not None else "none yet"
 
-    def plan(self, size: int, *, folder: bool = False) -> None:
+    def plan(self, size: int, *, folder: bool = False, chars: int | None = None) -> None:
         """The input about to be read holds ``size`` bytes (0: unknown; ``folder``: the total
-        of many files counted at once): it picks the engine that costs least for it, loading
-        included. An engine already loaded stays in use unless a large input wants quicktok;
-        ``CTXFOLD_BPE`` overrides the choice."""
+        of many files counted at once), and ``chars`` characters to count when they can be
+        projected: it picks the engine that costs least for it, loading included. An engine
+        already loaded stays in use unless a large input wants quicktok; ``CTXFOLD_BPE``
+        overrides the choice."""
         if self._choice:
             return
-        self._want = "rs-bpe" if 0 < size < (QUICK_FOLDER if folder else QUICK_INPUT) else "quicktok"
+        small = 0 < size < (QUICK_FOLDER if folder else QUICK_INPUT)
+        self._want = "rs-bpe" if small or (chars is not None and chars < QUICK_CHARS) else "quicktok"
         self._light_off = size > LIGHT_INPUT
 
     def _small(self) -> Any:
