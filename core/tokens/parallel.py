@@ -98,20 +98,19 @@ class Counting:
         self._plan = getattr(tokenizer, "plan", None) if size is not None else None
         if self._plan is not None:
             self._plan(size)
-        self._workers = workers_for(size) if size is not None else 0
-        self._started = False  # the helpers start with the first batch
+        self._workers = workers_for(size) if size is not None else 0  # started by the first batch
         self._pool: Executor | None = None
         self._submit: Callable[[list[str]], Pending] | None = None
         self._inline = 0  # characters counted here while a helper thread waits to be worth it
         self._handed = True  # batches go to the helpers (once a thread is worth its start)
         self.in_flight = 1
 
-    def _start(self, texts: Sequence[str]) -> None:
+    def _start(self, texts: Sequence[str], workers: int) -> None:
         """Before the first batch is counted: the engine for the text the input holds to count,
         projected from this batch and the bytes read for it (``tokenizers.QUICK_CHARS``), loaded
         here, then the helpers that suit it."""
-        tokenizer, workers = self._tokenizer, self._workers
-        done = self._read() if self._read is not None and self._size else 0
+        tokenizer = self._tokenizer
+        done = self._bytes_read()
         if self._plan is not None and done > 0:
             self._plan(self._size, chars=sum(map(len, texts)) * self._size // done)
         import multiprocessing
@@ -136,10 +135,9 @@ class Counting:
         self._pool = pool
 
     def submit(self, texts: Sequence[str]) -> Pending:
-        if not self._started:
-            self._started = True
-            if self._workers > 0:
-                self._start(texts)
+        if self._workers > 0:
+            workers, self._workers = self._workers, 0
+            self._start(texts, workers)
         if self._submit is not None and not self._handed:
             self._handed = self._worth_a_thread()
         if self._submit is not None and self._handed:
@@ -148,10 +146,14 @@ class Counting:
             self._inline += sum(map(len, texts))
         return Counted(self._tokenizer.count_batch(texts))
 
+    def _bytes_read(self) -> int:
+        """How many of the input's bytes have been read (0 when that cannot be told)."""
+        return self._read() if self._read is not None and self._size else 0
+
     def _worth_a_thread(self) -> bool:
         if self._inline < THREAD_FIRST:
             return False
-        done = self._read() if self._read is not None and self._size else 0
+        done = self._bytes_read()
         if done <= 0:
             return self._inline >= THREAD_AFTER
         return self._inline * (self._size - done) / done >= THREAD_WORTH

@@ -73,7 +73,8 @@ class BpeTokenizer:
     inputs are counted in Python from a memory-mapped table (nothing to load); a larger one
     loads a native engine, once per process: rs-bpe for a mid-sized input (it loads fastest),
     quicktok for one large in bytes and in text to count (it counts fastest), each when
-    installed in a version tested here; tiktoken when neither can be had. ``CTXFOLD_BPE`` pins one engine.
+    installed in a version tested here; tiktoken when neither can be had. ``CTXFOLD_BPE`` pins
+    one engine.
     """
 
     def __init__(self, name: str, encoding: str) -> None:
