@@ -269,6 +269,66 @@ def test_a_large_input_with_little_text_to_count_is_counted_by_the_engine_that_l
     assert tok.engine == engine
 
 
+def test_a_large_inputs_engine_is_chosen_from_its_first_megabytes_not_its_first_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log's opening is denser than the rest: a first batch of 1 MB read that would project
+    200 M characters, then 1 MB batches of little text. By ``DECIDE_BYTES`` (4 MB) the batches
+    project 53 M: rs-bpe, every batch counted as tiktoken counts it, in order."""
+    from ctxfold.tokens import parallel, tokenizers
+    from ctxfold.tokens.encodings import get_encoding
+
+    monkeypatch.delenv(ENGINE_VAR, raising=False)
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    tok = tokenizers.BpeTokenizer("o200k", "o200k_base")
+    read = [0]
+    counting = parallel.Counting(tok, 200_000_000, lambda: read[0])
+    texts = ["dense words " * 83_000, *(f"{i} sparse" * 2_000 for i in range(5))]
+    futures = []
+    try:
+        for text in texts:
+            read[0] += 1_000_000
+            futures.append(counting.submit([text]))
+            # none counted before the engine is chosen: the caller may leave them all in flight
+            assert counting.in_flight >= len(futures) or read[0] >= parallel.DECIDE_BYTES
+        got = [f.result() for f in futures]
+    finally:
+        counting.close()
+    reference = get_encoding("o200k_base")
+    assert got == [[len(reference.encode_ordinary(t))] for t in texts]
+    assert tok.engine == "rs-bpe"
+
+
+@pytest.mark.parametrize("path", _large_sessions(), ids=lambda p: p.name)
+def test_batches_held_until_the_engine_is_chosen_give_the_in_process_estimate(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log large enough for its text to choose the engine (the threshold lowered to this
+    one), in small batches, the choice made halfway: the estimate is the in-process one."""
+    from ctxfold.tokens import parallel, session, tokenizers
+
+    monkeypatch.delenv(ENGINE_VAR, raising=False)
+    monkeypatch.setattr(tokenizers, "QUICK_INPUT", 0)
+    monkeypatch.setattr(session, "BATCH_MESSAGES", 8)
+    monkeypatch.setattr(parallel, "DECIDE_BYTES", path.stat().st_size // 2)
+    monkeypatch.setattr(tokenizers, "_instances", {})
+    monkeypatch.setenv("CTXFOLD_WORKERS", "0")
+    alone = estimate_to_dict(estimate_file(path))
+    held: list[int] = []
+    decide = parallel.Counting.decide
+
+    def spy(self: Any) -> None:
+        held.append(len(self._held))
+        decide(self)
+
+    monkeypatch.setattr(parallel.Counting, "decide", spy)
+    monkeypatch.setattr(tokenizers, "_instances", {})
+    monkeypatch.setenv("CTXFOLD_WORKERS", "2")
+    helped = estimate_to_dict(estimate_file(path))
+    assert helped == alone and helped["context_tokens"] > 0
+    assert len(held) == 1 and held[0] > 1
+
+
 @given(st.integers(0, 3000), st.integers(1, 32), st.integers(1, 8))
 def test_the_tasks_take_every_file_once_in_order_smaller_at_the_end(n: int, chunk: int, workers: int) -> None:
     """The workers run out of files together: tasks shrink towards the end, none over the cap,

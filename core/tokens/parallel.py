@@ -28,6 +28,13 @@ MIN_BYTES = 8_000_000
 THREAD_FIRST = 2_000_000
 THREAD_WORTH = 4_000_000
 THREAD_AFTER = 8_000_000
+# A large input's engine turns on the text it holds (``BpeTokenizer.by_text``): its batches are
+# held until this many bytes were read, then the text they hold, scaled to the input's size, picks
+# it. A log's opening is denser than the rest: the generated 200 MB Claude Code log holds 43 M
+# characters to count; its first batch (0.5 MB read) projects 70 M, 2.7 MB 56 M, 5.3 MB 40 M,
+# 6.5 MB 44 M. Each held batch keeps its entries: the 200 MB Codex log's `compact` peaks 2 MiB
+# higher (7 MiB with 8 MB held).
+DECIDE_BYTES = 4_000_000
 WORKERS_ENV = "CTXFOLD_WORKERS"
 
 
@@ -85,12 +92,30 @@ class Counted:
         return self._counts
 
 
+class _Held:
+    """A batch held until the input's engine is chosen (``Counting``); asked for its counts
+    before that, it has the engine chosen from what was read so far."""
+
+    __slots__ = ("_counting", "pending", "texts")
+
+    def __init__(self, texts: Sequence[str], counting: Counting) -> None:
+        self.texts, self._counting = texts, counting
+        self.pending: Pending | None = None
+
+    def result(self) -> list[int]:
+        if self.pending is None:
+            self._counting.decide()
+        assert self.pending is not None, "deciding hands every held batch over"
+        return self.pending.result()
+
+
 class Counting:
     """Submit a batch's texts, get a future of their counts: for an input of ``size`` bytes (0:
     unknown), with the helpers (``workers_for``) that suit its size and the engine that suits
-    the text it holds to count (projected when the first batch comes); None: the
-    last lines of an input an earlier call planned for, counted here with its engine. ``read``
-    tells how many of the bytes have been read so far, when it can be told."""
+    the text it holds to count (projected once ``DECIDE_BYTES`` were read, when the engine
+    turns on it); None: the last lines of an input an earlier call planned for, counted here
+    with its engine. ``read`` tells how many of the bytes have been read so far, when it can be
+    told. ``in_flight`` is how many batches the caller may leave uncounted."""
 
     def __init__(self, tokenizer: Any, size: int | None, read: Callable[[], int] | None = None) -> None:
         self._tokenizer = tokenizer
@@ -103,16 +128,19 @@ class Counting:
         self._submit: Callable[[list[str]], Pending] | None = None
         self._inline = 0  # characters counted here while a helper thread waits to be worth it
         self._handed = True  # batches go to the helpers (once a thread is worth its start)
+        self._held: list[_Held] = []  # before the engine is chosen
+        by_text = getattr(tokenizer, "by_text", None)
+        self._by_text = self._workers > 0 and self._read is not None and by_text is not None and by_text(size)
         self.in_flight = 1
 
-    def _start(self, texts: Sequence[str], workers: int) -> None:
+    def _start(self, chars: int, workers: int) -> None:
         """Before the first batch is counted: the engine for the text the input holds to count,
-        projected from this batch and the bytes read for it (``tokenizers.QUICK_CHARS``), loaded
-        here, then the helpers that suit it."""
+        projected from the ``chars`` of the batches so far and the bytes read for them
+        (``tokenizers.QUICK_CHARS``), loaded here, then the helpers that suit it."""
         tokenizer = self._tokenizer
         done = self._bytes_read()
         if self._plan is not None and done > 0:
-            self._plan(self._size, chars=sum(map(len, texts)) * self._size // done)
+            self._plan(self._size, chars=chars * self._size // done)
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -136,8 +164,28 @@ class Counting:
 
     def submit(self, texts: Sequence[str]) -> Pending:
         if self._workers > 0:
+            if self._by_text:
+                held = _Held(texts, self)
+                self._held.append(held)
+                self.in_flight = len(self._held)  # none is counted before the engine is chosen
+                if self._bytes_read() >= DECIDE_BYTES:
+                    self.decide()
+                return held
             workers, self._workers = self._workers, 0
-            self._start(texts, workers)
+            self._start(sum(map(len, texts)), workers)
+        return self._route(texts)
+
+    def decide(self) -> None:
+        """Choose the engine from the batches held so far, start the helpers and hand the
+        batches over in order."""
+        held, self._held = self._held, []
+        workers, self._workers = self._workers, 0
+        self.in_flight = 1  # until the helpers start
+        self._start(sum(len(t) for h in held for t in h.texts), workers)
+        for h in held:
+            h.pending = self._route(h.texts)
+
+    def _route(self, texts: Sequence[str]) -> Pending:
         if self._submit is not None and not self._handed:
             self._handed = self._worth_a_thread()
         if self._submit is not None and self._handed:

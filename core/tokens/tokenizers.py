@@ -42,14 +42,13 @@ LIGHT_INPUT = 96 * 1024
 # 0.90/1.34, 100 MB 1.51/1.95, 200 MB 2.55/2.65; Codex 20 MB 0.68/1.04, 50 MB 1.25/1.39, 100 MB
 # 1.98/1.94, 200 MB 3.54/2.84. Claude Code's logs are bound by their parse, Codex's by counting.
 QUICK_INPUT = 100_000_000
-# ... unless the text it holds to count, projected from the first batch, is less than this: the
-# load then costs more than quicktok saves (a Claude Code log's text is about a fifth of its
-# bytes, most of the rest JSON around it; a Codex log's about half). `estimate` wall, quicktok
-# against rs-bpe pinned (alternated, medians of 5-6; the text to count in brackets): Claude Code
-# 100 MB 4.07/3.15 s (22 M characters), 200 MB 6.15/5.84 (44 M); Codex 100 MB 3.99/3.96 (53 M),
-# 200 MB 6.86/8.16 (107 M). With helpers only (``tokens/parallel.py``), from the first batch: a
-# log's opening is denser than the rest (the generated Claude Code 200 MB projects 70 M, so it
-# stays on quicktok; its 100 MB projects 35 M: 3.68 s → 2.92 s, medians of 5).
+# ... unless the text it holds to count, projected from its first megabytes
+# (``parallel.DECIDE_BYTES``), is less than this: the load then costs more than quicktok saves
+# (a Claude Code log's text is about a fifth of its bytes, most of the rest JSON around it; a
+# Codex log's about half). `estimate` wall, quicktok against rs-bpe pinned (alternated, medians
+# of 5-6; the text to count in brackets): Claude Code 100 MB 4.07/3.15 s (22 M characters),
+# 200 MB 6.15/5.84 (44 M); Codex 100 MB 3.99/3.96 (53 M), 200 MB 6.86/8.16 (107 M). With
+# helpers only (``tokens/parallel.py``).
 QUICK_CHARS = 55_000_000
 # A folder's files are counted in worker processes at once (the engine loaded before the fork).
 # `report --brief` of folders of small logs, rs-bpe against quicktok pinned (medians of 3, 2 for
@@ -116,6 +115,11 @@ class BpeTokenizer:
         small = 0 < size < (QUICK_FOLDER if folder else QUICK_INPUT)
         self._want = "rs-bpe" if small or (chars is not None and chars < QUICK_CHARS) else "quicktok"
         self._light_off = size > LIGHT_INPUT
+
+    def by_text(self, size: int) -> bool:
+        """Whether the engine for an input of ``size`` bytes turns on the text it holds to
+        count (``plan``'s ``chars``): a large input's, unless an engine is pinned."""
+        return not self._choice and size >= QUICK_INPUT
 
     def _small(self) -> Any:
         """The Python engine, when it may still count (opened on first use), else None."""
