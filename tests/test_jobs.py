@@ -299,6 +299,21 @@ def test_a_large_inputs_engine_is_chosen_from_its_first_megabytes_not_its_first_
     assert tok.engine == "rs-bpe"
 
 
+def test_only_an_engine_still_to_choose_waits_for_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches are held for a large input only: not for a smaller one (rs-bpe), nor once
+    quicktok is loaded (any input keeps it), nor with an engine pinned."""
+    from ctxfold.tokens import tokenizers
+
+    pytest.importorskip("quicktok", reason="quicktok has no wheel for this platform")
+    monkeypatch.delenv(ENGINE_VAR, raising=False)
+    tok = tokenizers.BpeTokenizer("o200k", "o200k_base")
+    assert tok.by_text(tokenizers.QUICK_INPUT) and not tok.by_text(tokenizers.QUICK_INPUT - 1)
+    tok.plan(tokenizers.QUICK_INPUT)
+    assert tok.native().name == "quicktok" and not tok.by_text(tokenizers.QUICK_INPUT)
+    monkeypatch.setenv(ENGINE_VAR, "rs-bpe")
+    assert not tokenizers.BpeTokenizer("o200k", "o200k_base").by_text(tokenizers.QUICK_INPUT)
+
+
 @pytest.mark.parametrize("path", _large_sessions(), ids=lambda p: p.name)
 def test_batches_held_until_the_engine_is_chosen_give_the_in_process_estimate(
     path: Path, monkeypatch: pytest.MonkeyPatch

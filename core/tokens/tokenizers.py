@@ -118,8 +118,10 @@ class BpeTokenizer:
 
     def by_text(self, size: int) -> bool:
         """Whether the engine for an input of ``size`` bytes turns on the text it holds to
-        count (``plan``'s ``chars``): a large input's, unless an engine is pinned."""
-        return not self._choice and size >= QUICK_INPUT
+        count (``plan``'s ``chars``): a large input's, unless an engine is pinned or quicktok,
+        which any input keeps once loaded, is."""
+        loaded = self._native.name if self._native is not None else None
+        return not self._choice and size >= QUICK_INPUT and loaded != "quicktok"
 
     def _small(self) -> Any:
         """The Python engine, when it may still count (opened on first use), else None."""
