@@ -118,8 +118,8 @@ class BpeTokenizer:
 
     def by_text(self, size: int) -> bool:
         """Whether the engine for an input of ``size`` bytes turns on the text it holds to
-        count (``plan``'s ``chars``): a large input's, unless an engine is pinned or quicktok,
-        which any input keeps once loaded, is."""
+        count (``plan``'s ``chars``): a large input's, unless an engine is pinned or quicktok
+        is loaded already (any input keeps it)."""
         loaded = self._native.name if self._native is not None else None
         return not self._choice and size >= QUICK_INPUT and loaded != "quicktok"
 
