@@ -560,3 +560,31 @@ def test_a_folder_the_cache_answers_loads_no_engine(tmp_path: Path) -> None:
 
     assert engines()  # the first run counts: the measure is real
     assert not engines()
+
+
+def test_a_cold_read_kept_for_later_tells_its_counting_how_far_it_has_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large log's engine and helper thread turn on the bytes read so far
+    (``tokens/parallel.py``): a cold read through the count cache, which ``estimate`` makes by
+    default, says how far it has read, as a read without the cache does."""
+    from ctxfold.tokens import parallel
+
+    path = FIXTURES / "codex" / "lab-0169.jsonl"
+    made: list[Any] = []
+    init = parallel.Counting.__init__
+
+    def spy(self: Any, tokenizer: Any, size: int | None, read: Any = None) -> None:
+        init(self, tokenizer, size, read)
+        made.append(self)
+
+    monkeypatch.setattr(parallel.Counting, "__init__", spy)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    seen = []
+    for run in (estimate_file, estimate_incremental):
+        made.clear()
+        trace: dict[str, int] = {}
+        run(str(path), **({"trace": trace} if run is estimate_incremental else {}))
+        seen.append([(c._size, c._bytes_read()) for c in made if c._size])
+    assert trace["kept"]  # the second read was made to be kept
+    assert seen[0] == seen[1] == [(path.stat().st_size, path.stat().st_size)]

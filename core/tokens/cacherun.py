@@ -157,7 +157,7 @@ class CachedRun:
         if not start.decided:  # a short log that names no model yet: the next lines may
             return None
         sc = start.counter(self.spec)
-        sc.feed(stream, size=cut, finish=False)
+        sc.feed(stream, size=cut, finish=False, read=lambda: opened.bytes_read)
         document = self.f.tell() != raws.pos  # one JSON document: the whole file is read
         if self.entries and not document:
             self._keep(opened, sc, start, raws)
