@@ -163,16 +163,13 @@ class Counting:
         self._pool = pool
 
     def submit(self, texts: Sequence[str]) -> Pending:
-        if self._workers > 0:
-            if self._by_text:
-                held = _Held(texts, self)
-                self._held.append(held)
-                self.in_flight = len(self._held)  # none is counted before the engine is chosen
-                if self._bytes_read() >= DECIDE_BYTES:
-                    self.decide()
-                return held
-            workers, self._workers = self._workers, 0
-            self._start(sum(map(len, texts)), workers)
+        if self._workers > 0:  # the helpers are not started: held until the engine is chosen
+            held = _Held(texts, self)
+            self._held.append(held)
+            self.in_flight = len(self._held)  # none is counted before the engine is chosen
+            if not self._by_text or self._bytes_read() >= DECIDE_BYTES:
+                self.decide()
+            return held
         return self._route(texts)
 
     def decide(self) -> None:
