@@ -1,5 +1,5 @@
 """Where ctxfold keeps per-user files (XDG config and cache folders, or their env overrides), and
-where the files it reads live: its config file, its learned profile, pi's settings. Here, in a
+where the files it reads live: its config file, its learned profile, pi's and Codex's settings. Here, in a
 module that imports nothing of ctxfold, so that the statusline can tell whether they changed
 before it loads anything that reads them."""
 
@@ -59,3 +59,15 @@ def pi_settings_files(cwd: str | Path | None, home: Path | None = None) -> list[
     """pi's settings files for a session run in ``cwd``: the global one, then the project's."""
     files = [pi_agent_dir(home) / "settings.json"]
     return [*files, Path(cwd) / PI_DIR / "settings.json"] if cwd else files
+
+
+def codex_home(home: Path | None = None) -> Path:
+    """Codex's folder (``config.toml``, ``sessions``): ``$CODEX_HOME``, else ``~/.codex``."""
+    configured = os.environ.get("CODEX_HOME")
+    if configured:
+        return Path(configured).expanduser()
+    return (home if home is not None else Path.home()) / ".codex"
+
+
+def codex_config_file(home: Path | None = None) -> Path:
+    return codex_home(home) / "config.toml"

@@ -10,7 +10,6 @@ An id Codex cannot find is no error to ``codex exec resume``: it starts a new, e
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
@@ -18,14 +17,14 @@ from pathlib import Path
 import orjson
 
 from ctxfold.formats.base import CarryOn
+from ctxfold.paths import codex_home
 from ctxfold.transcript.model import Transcript
 
 HARNESS = "Codex"
 
 
 def store(home: Path) -> Path:
-    configured = os.environ.get("CODEX_HOME")
-    return (Path(configured) if configured else home / ".codex") / "sessions"
+    return codex_home(home) / "sessions"
 
 
 def rollout_path(sessions: Path, session_id: str, started: datetime) -> Path:
