@@ -382,6 +382,14 @@ def statusline(
     force: Annotated[
         bool, typer.Option("--force", help="With --install-pi: replace a different file of that name.")
     ] = False,
+    codex: Annotated[
+        bool,
+        typer.Option(
+            "--codex",
+            help="Serve Codex's footer instead: a status line provider Codex starts and reads "
+            '(see docs/commands.md, "In Codex").',
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Print one line for Claude Code's status bar from the JSON it sends on stdin.
@@ -390,14 +398,28 @@ def statusline(
     near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
     "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
     For pi, --install-pi installs an extension that runs it after each turn (--json: what
-    it did, as one JSON document).
+    it did, as one JSON document). For Codex, --codex is the provider to register with
+    `codex mcp add ctxfold -- ctxfold statusline --codex`.
     """
+    if codex and (install_pi or force or json_out):
+        _usage("--codex runs Codex's provider; it takes no other option")
+    if codex:
+        from ctxfold.cli.codex_statusline import main as serve
+
+        raise SystemExit(serve())
     if install_pi or force or json_out:
         _install_pi(force=force, install_pi=install_pi, json_out=json_out)
         return
     from ctxfold.cli.statusline import main as run
 
     raise SystemExit(run())
+
+
+@handle_errors
+def _usage(message: str) -> None:
+    from ctxfold.errors import UsageError
+
+    raise UsageError(message)
 
 
 @handle_errors

@@ -18,6 +18,10 @@ def main() -> None:
         from ctxfold.cli.statusline import main as statusline
 
         _end(statusline())
+    if sys.argv[1:] == ["statusline", "--codex"]:  # Codex's provider: a server, started once
+        from ctxfold.cli.codex_statusline import main as codex_statusline
+
+        _end(codex_statusline())
     from ctxfold.cli.app import main as app
 
     try:

@@ -23,14 +23,14 @@ if TYPE_CHECKING:
 FILE = "statusline.json"
 SESSIONS = 32  # the sessions whose lines are kept, the last measured last
 EDGE = 1 << 16  # bytes at each end of the transcript checked besides its size and times
-ENV_PREFIXES = ("CTXFOLD_", "CLAUDE_", "PI_CODING_AGENT", "XDG_")
+ENV_PREFIXES = ("CTXFOLD_", "CLAUDE_", "PI_CODING_AGENT", "CODEX_HOME", "XDG_")
 ENV_NAMES = ("NO_COLOR", "HOME")
 
 
 def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[Any] | None:
     """Everything the line for ``path`` is made from (``code``: the module that makes it), or
     None when no line is to be kept (the count cache is off, or the transcript cannot be read)."""
-    from ctxfold.paths import cache_off, config_candidates, pi_settings_files, profile_path
+    from ctxfold.paths import cache_off, codex_config_file, config_candidates, pi_settings_files, profile_path
 
     if cache_off():
         return None
@@ -41,7 +41,7 @@ def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[A
         return None
     sent = data.get("context_window")
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
-    read = [*config_candidates(), profile_path(), *pi_settings_files(cwd)]
+    read = [*config_candidates(), profile_path(), *pi_settings_files(cwd), codex_config_file()]
     return [
         os.path.realpath(path),
         transcript,

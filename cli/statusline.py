@@ -2,7 +2,9 @@
 
 pi has no status command; the pi extension shipped beside this module (``ctxfold-statusline.ts``,
 installed by ``ctxfold statusline --install-pi``: ``pi_extension.py``) runs this command after
-each turn with a JSON of the same shape and shows the line in pi's footer.
+each turn with a JSON of the same shape and shows the line in pi's footer. Codex reads a status
+line provider, a server it starts once: ``statusline --codex`` (``codex_statusline.py``) serves
+this module's line for the thread Codex shows.
 
 Claude Code runs the command after each message (at most every 300 ms), shows the first line
 of its stdout, and shows nothing at all when the command fails (exit status other than 0, no
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 STDIN_LIMIT = 1 << 20  # Claude Code's status JSON is a few hundred bytes
 STDIN_WAIT = 1.0  # seconds: some versions leave stdin open after writing the JSON
 NEAR = 0.10  # of the window: yellow when this close to the threshold
+YELLOW, RED = "33", "31"  # the line's colours (ANSI codes): near the threshold, over it
 USAGE = "ctxfold statusline reads the JSON Claude Code (or ctxfold's pi extension) sends on stdin"
 
 
@@ -90,12 +93,18 @@ def status_line(raw: bytes, *, color: bool = False) -> str:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("transcript_path"), str):
         return "ctxfold: no session data on stdin"
+    return line_for(data, color=color)
+
+
+def line_for(data: dict[str, Any], *, color: bool = False) -> str:
+    """The line for a status document already parsed, with a ``transcript_path`` (Claude Code's
+    shape: pi's extension and the Codex provider, ``codex_statusline.py``, send it too)."""
     model = data.get("model")
     name = model.get("display_name") if isinstance(model, dict) else None
     name = name if isinstance(name, str) else None
     path = os.path.expanduser(data["transcript_path"])
     if not os.path.isfile(path):
-        return "ctxfold: no transcript yet" + (f" ({name})" if name else "")
+        return waiting(name)
     from ctxfold.cli.status_memo import inputs, recall, remember
 
     key = inputs(path, data, color, code=__file__)
@@ -111,6 +120,11 @@ def status_line(raw: bytes, *, color: bool = False) -> str:
     if key is not None and inputs(path, data, color, code=__file__) == key:  # nothing moved meanwhile
         remember(key, line)
     return line
+
+
+def waiting(name: str | None) -> str:
+    """The line before the harness has written the session's first line (named by its model)."""
+    return "ctxfold: no transcript yet" + (f" ({name})" if name else "")
 
 
 def _measure(path: str, data: dict[str, Any], color: bool) -> str:
@@ -132,7 +146,8 @@ def _measure(path: str, data: dict[str, Any], color: bool) -> str:
     predicted = predict_now(est, prior_for(est, profiles)).tokens
     win = est.model.window
     threshold, by = make_policy(win, buffer=setting("buffer", None, config).value).threshold, ""
-    own = _harness_threshold(est.format, win, data)
+    recorded = window is not None or (est.model.window_source or "").startswith("recorded")
+    own = _harness_threshold(est.format, win, data, recorded)
     if own is not None and own[0] < threshold:
         threshold, by = own
     left = threshold - predicted
@@ -140,18 +155,20 @@ def _measure(path: str, data: dict[str, Any], color: bool) -> str:
     text = f"{_k(predicted)}/{_k(win)} tokens ({predicted / win:.0%})" if win else f"{_k(predicted)} tokens"
     if left > 0:
         text += f" · {_k(left)} left before {where} ({_k(threshold)})"
-        tint = "33" if left <= NEAR * win else None
+        tint = YELLOW if left <= NEAR * win else None
     else:
         text += f" · over {where} ({_k(threshold)}): compaction due"
-        tint = "31"
+        tint = RED
     return f"\x1b[{tint}m{text}\x1b[0m" if color and tint else text
 
 
-def _harness_threshold(fmt: str, win: int, data: dict[str, Any]) -> tuple[int, str] | None:
+def _harness_threshold(fmt: str, win: int, data: dict[str, Any], recorded: bool) -> tuple[int, str] | None:
     """Where the harness that wrote the session compacts by itself, by its own settings:
     Claude Code's auto-compact (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` lowers it), pi's (its
-    ``compaction`` settings, global and the project's in the payload's ``cwd``); None for others
-    or when the harness's own compaction is off."""
+    ``compaction`` settings, global and the project's in the payload's ``cwd``), Codex's (its
+    ``model_auto_compact_token_limit``; ``recorded``: ``win`` is the window Codex records and
+    sends, the 95 % of the model's it lets a request fill); None for others or when the
+    harness's own compaction is off."""
     from ctxfold.engine.triggers import Trigger
 
     if fmt == "claude-code":
@@ -169,6 +186,12 @@ def _harness_threshold(fmt: str, win: int, data: dict[str, Any]) -> tuple[int, s
         reserve = pi.reserve
         trigger = Trigger("pi") if reserve is None else Trigger("pi", "reserve", reserve)
         return trigger.threshold(win), "pi's auto-compact"
+    if fmt == "codex":
+        from ctxfold.formats.codex.settings import auto_compact_limit
+
+        limit = auto_compact_limit()
+        rule = Trigger("codex") if limit is None else Trigger("codex", "limit", limit)
+        return rule.threshold(rule.window_for(win, recorded)), "Codex's auto-compact"
     return None
 
 
