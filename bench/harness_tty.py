@@ -5,17 +5,21 @@ history only when a user turn starts)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
+import struct
+import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness_lab import DONE, Harness, Reply, ScriptedServer, Session
+from harness_lab import DONE, HARNESSES, Harness, Reply, ScriptedServer, Session
 
 
 def run_interactive(
@@ -150,14 +154,18 @@ def _on_terminal(
     cwd: Path,
     timeout: float,
     done: Callable[[int, bytes], bool],
+    size: tuple[int, int] | None = None,
 ) -> bytes:
     """Run the harness on a pseudo-terminal until ``done(fd, screen)`` (called about three times
     a second with what it drew so far; it may type into ``fd``) or ``timeout``; what it drew (the
-    last 200 kB)."""
+    last 200 kB). With ``size`` (rows, columns) the terminal has that size, and it answers the
+    harness's questions for the cursor's position (Codex draws nothing on a terminal of no size)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the harness on the terminal's other end
         os.chdir(cwd)
         os.execve(str(binary), [str(binary), *args], env)
+    if size is not None:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     screen = b""
     start = time.monotonic()
     try:
@@ -165,9 +173,12 @@ def _on_terminal(
             ready, _, _ = select.select([fd], [], [], 0.3)
             if ready:
                 try:
-                    screen = (screen + os.read(fd, 65536))[-200_000:]
+                    got = os.read(fd, 65536)
                 except OSError:
                     break
+                screen = (screen + got)[-200_000:]
+                if size is not None:
+                    os.write(fd, b"\x1b[1;1R" * got.count(b"\x1b[6n"))
             if done(fd, screen):
                 break
     finally:
@@ -175,3 +186,82 @@ def _on_terminal(
         os.waitpid(pid, 0)
         os.close(fd)
     return screen
+
+
+def run_codex_tui(
+    binary: Path,
+    script: list[Reply],
+    prompt: str,
+    *,
+    home: Path,
+    top: str = "",
+    config: str = "",
+    env: dict[str, str] | None = None,
+    timeout: float = 90,
+    until: Callable[[str], bool],
+) -> Session:
+    """Codex's terminal UI on a terminal of ``SIZE``, the prompt given on the command line,
+    ``top`` (keys) put before the lab's ``config.toml`` and ``config`` (tables) after it (moved
+    to ``env``'s ``CODEX_HOME`` when that names another folder), stopped once ``until(screen)`` (the raw stream as drawn).
+    ``--no-daemon``: 0.171's background server would outlive the run."""
+    h = HARNESSES["codex"]
+    project = home / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    with ScriptedServer(h.api, script, fallback=DONE) as srv:
+        lab = h.configure(home, srv.url)
+        full_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+            **lab,
+            **(env or {}),
+        }
+        if full_env["CODEX_HOME"] != lab["CODEX_HOME"]:
+            shutil.move(lab["CODEX_HOME"], full_env["CODEX_HOME"])
+        toml = Path(full_env["CODEX_HOME"]) / "config.toml"
+        toml.write_text(top + toml.read_text() + config)
+        screen = _on_terminal(
+            binary,
+            ["--no-daemon", prompt],
+            full_env,
+            project,
+            timeout,
+            lambda fd, raw: until(raw.decode("utf-8", "replace")),
+            size=SIZE,
+        )
+        requests = list(srv.requests)
+    logs = sorted(p for p in Path(full_env["CODEX_HOME"]).glob("sessions/**/rollout-*.jsonl"))
+    return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace"), "")
+
+
+SIZE = (40, 120)  # rows, columns
+_CSI = re.compile(r"\x1b\[([0-9;?<>=]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[^\[\]]")
+
+
+def screen_rows(raw: str, size: tuple[int, int] = SIZE) -> list[str]:
+    """The rows a terminal shows after ``raw``, as far as a harness that places its text by
+    cursor moves draws it (ratatui writes only the cells that changed): cursor positioning,
+    erasing to the end of the line, carriage return and line feed; other sequences are
+    passed over."""
+    rows, cols = size
+    grid = [[" "] * cols for _ in range(rows)]
+    r = c = 0
+    pos = 0
+    for m in _CSI.finditer(raw + "\x1b[0m"):
+        for ch in raw[pos : m.start()]:
+            if ch == "\r":
+                c = 0
+            elif ch == "\n":
+                r = min(r + 1, rows - 1)
+            elif ch >= " " and c < cols:
+                grid[r][c] = ch
+                c += 1
+        pos = m.end()
+        args, final = m.group(1), m.group(2)
+        if final in ("H", "f"):
+            row, _, col = (args or "1;1").partition(";")
+            r, c = min(int(row or 1), rows) - 1, min(int(col or 1), cols) - 1
+        elif final == "K" and args in ("", "0"):
+            grid[r][c:] = [" "] * (cols - c)
+    return ["".join(line).rstrip() for line in grid]

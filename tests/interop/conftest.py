@@ -70,12 +70,13 @@ def installed_lab() -> Path:
 
 @pytest.fixture(scope="session")
 def harness_bin() -> Callable[[str], Path]:
-    """``harness_bin("claude")`` → the pinned binary (``codex-0130`` is the older Codex)."""
+    """``harness_bin("claude")`` → the pinned binary (``codex-0130`` is the older Codex,
+    ``codex-0171`` the first with status line providers)."""
     root = installed_lab()
 
     def find(name: str) -> Path:
-        if name == "codex-0130":
-            path = root / "node_modules" / "codex-0130" / "bin" / "codex.js"
+        if name.startswith("codex-0"):
+            path = root / "node_modules" / name / "bin" / "codex.js"
         else:
             path = root / "node_modules" / ".bin" / name
         if not path.exists():

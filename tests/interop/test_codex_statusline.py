@@ -1,0 +1,94 @@
+"""The pinned Codex 0.171.0 shows ctxfold's status line in its footer, as docs/commands.md says to
+set it up: ``ctxfold statusline --codex`` registered as an MCP server, Codex's "Custom status
+line" feature on, and the provider chosen (what ``/statusline`` saves).
+
+Codex's terminal UI runs on a pseudo-terminal against the scripted server, with its home in a
+folder other than ``~/.codex`` (``CODEX_HOME``, passed to the server by ``env_vars`` as the docs
+say) and ``model_auto_compact_token_limit`` lowered to 300,000. The scripted answer reports
+260,000 tokens: the line must say what is left before Codex's auto-compact, computed on the
+rollout Codex wrote, in Codex's yellow, and Codex must draw it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctxfold.cli.codex_statusline import payload
+from ctxfold.cli.statusline import line_for
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import harness_tty  # noqa: E402  (the lab's terminal driver)
+from harness_lab import Reply  # noqa: E402
+
+LIMIT, USED, OUT = 300_000, 260_000, 12
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+TOP = f"model_auto_compact_token_limit = {LIMIT}\n"
+CONFIG = f"""
+[mcp_servers.ctxfold]
+command = "{sys.executable}"
+args = ["-m", "ctxfold", "statusline", "--codex"]
+env_vars = ["CODEX_HOME"]
+
+[features]
+tui_extensions_statusline = true
+"""
+# what choosing the provider in /statusline saves (seen with 0.171.0)
+CHOSEN = '\n[tui]\nstatus_line_provider = { server = "ctxfold", tool = "statusline" }\n'
+
+
+def _footer(screen: str) -> str | None:
+    return next((row.strip() for row in harness_tty.screen_rows(screen) if "tokens (" in row), None)
+
+
+def test_codex_shows_ctxfolds_status_line(
+    harness_bin: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    elsewhere = tmp_path / "codex-elsewhere"  # not ~/.codex: the server must be told
+    monkeypatch.setenv("CODEX_HOME", str(elsewhere))
+
+    def drawn(screen: str) -> bool:
+        line = _footer(screen)
+        return line is not None and "left before" in line
+
+    # the lab writes its config where CODEX_HOME points; this run moves it elsewhere
+    session = harness_tty.run_codex_tui(
+        harness_bin("codex-0171"),
+        [Reply("Hello from the lab.", input_tokens=USED, output_tokens=OUT)],
+        "Say hello.",
+        home=home,
+        top=TOP,
+        config=CONFIG + CHOSEN,
+        env={"CODEX_HOME": str(elsewhere)},
+        timeout=120,
+        until=drawn,
+    )
+    shown = _footer(session.stdout)
+    rows = "\n".join(r for r in harness_tty.screen_rows(session.stdout) if r.strip())
+    assert shown is not None and "left before" in shown, f"Codex drew no line of ctxfold's:\n{rows}"
+    (rollout,) = session.logs
+    assert rollout.is_relative_to(elsewhere / "sessions")
+    meta = json.loads(rollout.read_text().splitlines()[0])["payload"]
+    window = max(int(w) for w in re.findall(r'"model_context_window":(\d+)', rollout.read_text()))
+    assert re.fullmatch(
+        rf"2\d\d(\.\d)?k/{window // 1000}k tokens \(\d+%\) · [\d.]+k left before Codex's auto-compact \(300k\)",
+        shown,
+    ), shown
+    # the statusline's own line for the rollout Codex wrote, with the window it records
+    state = {"thread": {"id": meta["id"], "usage": {"context": {"context_window_size": window}}}}
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    expected = line_for(payload(state, str(rollout)), color=True)
+    assert ANSI.sub("", expected) == shown
+    assert expected.startswith("\x1b[33m")  # within 10 % of the window of Codex's threshold
+    # drawn in Codex's yellow (0.171.0: palette colour 3), the colour set before its first word
+    first = re.escape(shown.split()[0])
+    tint = re.findall(r"\x1b\[([0-9;]*)m(?=" + first + ")", session.stdout)
+    assert tint and re.search(r"(^|;)(33|38;5;3)(;|$)", tint[-1]), session.stdout[-2000:]
