@@ -25,8 +25,10 @@ Then ``ctxfold statusline`` on a 20 MB Claude Code session (the whole command, a
 runs it, with a private cache folder already holding the session): the median of ``--runs``
 runs of the file unchanged, and with one line appended before each run (a live session), next
 to ``python -c pass`` (the issue's target: ≤ 0.15 s); the first line prints two probes of
-fixed work (``_machine.py``) to read that time against other hours. It prints numbers and
-asserts nothing.
+fixed work (``_machine.py``) to read that time against other hours. Then Codex's status line
+provider (``statusline --codex``, one process, as Codex runs it) on a 20 MB Codex session, read
+unchanged and after a line was appended (``_codex_provider.py``). It prints numbers and asserts
+nothing.
 
 ``rows(...)`` returns the same figures for ``speed.py``.
 """
@@ -48,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _child import child_env, run_child
+from _codex_provider import codex_provider
 from _gen import MB, generate
 from _machine import describe, probes
 from estimate import generator_sources
@@ -240,9 +243,12 @@ def rows(
     try:
         shapes = [shape(fmt, size_mb, rounds, python, seed, work, whole) for fmt in SHAPES]
         line = statusline(python, statusline_mb, runs, seed, work)
+        codex = codex_provider(
+            python, statusline_mb, runs, seed, work, child_env(work / "cache-codex", count_cache=True)
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {"shapes": shapes, "statusline": line}
+    return {"shapes": shapes, "statusline": line, "codex": codex}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,6 +295,16 @@ def main(argv: list[str] | None = None) -> int:
         f"python -c pass {s['python_s']:.3f} s"
     )
     print(f"its line: {s['line']}")
+    c = out["codex"]
+    if c["line"] is None:
+        print("\nno Codex status line provider in this install")
+        return 0
+    print(
+        f"Codex's status line provider on a {c['mb']:.0f} MB Codex session, each read as Codex makes it "
+        f"(median of {runs}): unchanged {c['same_s']:.3f} s, one line appended {c['grown_s']:.3f} s "
+        f"({c['late']} of {runs} came back with the previous line), first line {c['first_s']:.2f} s"
+    )
+    print(f"its line: {c['line']}")
     return 0
 
 
