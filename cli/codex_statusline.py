@@ -179,10 +179,12 @@ class Lines:
         known = self._rollouts.get(tid)
         if known is not None and os.path.isfile(known):
             return known
-        found = find_rollout(tid)
-        if found is not None:
-            self._rollouts[tid] = str(found)
-        return self._rollouts.get(tid)
+        found = find_rollout(tid)  # a new thread's is looked for at each read until Codex writes it
+        if found is None:
+            self._rollouts.pop(tid, None)
+            return None
+        self._rollouts[tid] = str(found)
+        return str(found)
 
     def _work(self) -> None:
         while True:

@@ -208,6 +208,10 @@ def test_a_thread_without_its_rollout_yet_and_a_snapshot_without_a_thread(
     assert s.read(snapshot(other))[0] == "ctxfold: no transcript yet (GPT-5.1 Codex)"
     assert s.read({})[0] == "ctxfold: no Codex thread in the snapshot"
     assert s.read(snapshot("../*"))[0] == "ctxfold: no transcript yet (GPT-5.1 Codex)"  # no glob
+    # the thread's first turn: Codex writes its rollout, and the next read finds it
+    rollout = next((tmp_path / "codex-home" / "sessions").glob("*/*/*/*.jsonl"))
+    shutil.copy(rollout, rollout.with_name(f"rollout-2026-11-25T15-00-00-{other}.jsonl"))
+    assert "tokens" in str(s.settled(snapshot(other)))
     s.close()
 
 
