@@ -285,27 +285,32 @@ def main(argv: list[str] | None = None) -> int:
             f"summary {c['compact whole']:.2f} s, from the cache grown {c['compact grown']:.2f} s "
             f"({c['compact grown'] / c['compact whole']:.3f}), same {c['compact same']:.2f} s"
         )
-    s = out["statusline"]
-    if s["line"] is None:
-        print("\nno statusline command in this install")
-        return 0
-    print(
+    for figures, missing, say in (
+        (out["statusline"], "no statusline command in this install", _statusline_figures),
+        (out["codex"], "no Codex status line provider in this install", _codex_figures),
+    ):
+        if figures["line"] is None:
+            print(f"\n{missing}")
+            continue
+        print(say(figures, runs))
+        print(f"its line: {figures['line']}")
+    return 0
+
+
+def _statusline_figures(s: dict[str, Any], runs: int) -> str:
+    return (
         f"\nstatusline on a {s['mb']:.0f} MB Claude Code session (median of {runs}): unchanged "
         f"{s['same_s']:.3f} s, one line appended {s['grown_s']:.3f} s, first run {s['first_s']:.3f} s; "
         f"python -c pass {s['python_s']:.3f} s"
     )
-    print(f"its line: {s['line']}")
-    c = out["codex"]
-    if c["line"] is None:
-        print("\nno Codex status line provider in this install")
-        return 0
-    print(
+
+
+def _codex_figures(c: dict[str, Any], runs: int) -> str:
+    return (
         f"Codex's status line provider on a {c['mb']:.0f} MB Codex session, each read as Codex makes it "
         f"(median of {runs}): unchanged {c['same_s']:.3f} s, one line appended {c['grown_s']:.3f} s "
         f"({c['late']} of {runs} came back with the previous line), first line {c['first_s']:.2f} s"
     )
-    print(f"its line: {c['line']}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ STATE = "com.openai/codex-statusline-state"  # where a read's params carry Codex
 PROTOCOL = "2025-06-18"  # the MCP revision answered when the client names none
 WAIT = 0.6  # seconds a read waits for a new line (Codex allows one)
 READING = "ctxfold: reading this session…"
+USAGE = "ctxfold statusline --codex is Codex's status line provider: Codex starts it and talks to it"
 TOOL = {
     "name": "statusline",
     "title": "ctxfold: context and compaction",
@@ -44,13 +45,19 @@ _TINTED = re.compile(r"\x1b\[(\d+)m(.*)\x1b\[0m", re.S)
 
 
 def main() -> int:
-    """Answer Codex until it closes stdin."""
+    """Answer Codex until it closes stdin (run by hand on a terminal: say what it is, exit 2)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        print(f'{USAGE} (see docs/commands.md, "In Codex")', file=sys.stderr)
+        return 2
     lines = Lines()
-    for raw in sys.stdin.buffer:
-        reply = handle(raw, lines)
-        if reply is not None:
-            sys.stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
+    try:
+        for raw in sys.stdin.buffer:
+            reply = handle(raw, lines)
+            if reply is not None:
+                sys.stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+    except (OSError, KeyboardInterrupt):  # Codex went away mid-reply, or the user stopped it
+        pass
     return 0
 
 

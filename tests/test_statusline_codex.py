@@ -8,6 +8,7 @@ Codex drawing the line is ``tests/interop/test_codex_statusline.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -118,7 +119,8 @@ class Server:
 
     def close(self) -> str:
         assert self.proc.stdin is not None and self.proc.stderr is not None
-        self.proc.stdin.close()
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
         assert self.proc.wait(timeout=30) == 0
         return self.proc.stderr.read().decode()
 
@@ -252,3 +254,31 @@ def test_codex_takes_no_other_option() -> None:
         [sys.executable, "-c", LAUNCH, "statusline", "--codex", "--json"], capture_output=True, text=True
     )
     assert done.returncode == 2 and "--codex" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_run_by_hand_on_a_terminal_it_says_what_it_is() -> None:
+    leader, follower = os.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", LAUNCH, "statusline", "--codex"],
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Codex's status line provider" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_codex_going_away_mid_reply_is_no_error(tmp_path: Path, server: Any) -> None:
+    s = server(_home(tmp_path))
+    s.call("initialize")
+    assert s.proc.stdout is not None
+    s.proc.stdout.close()  # Codex stopped reading
+    with contextlib.suppress(BrokenPipeError):  # the server may be gone by the second
+        for n in range(3):
+            s.send(json.dumps({"jsonrpc": "2.0", "id": 90 + n, "method": "ping"}).encode())
+    assert s.close() == ""
