@@ -40,7 +40,11 @@ EXAMPLES: dict[str, Sequence[str]] = {
     "show": ("ctxfold profile show", "ctxfold profile show --json"),
     "reset": ("ctxfold profile reset",),
     "version": ("ctxfold version", "ctxfold --version"),
-    "statusline": ("ctxfold statusline < status.json", "ctxfold statusline --install-pi"),
+    "statusline": (
+        "ctxfold statusline < status.json",
+        "ctxfold statusline --install-pi",
+        "codex mcp add ctxfold -- ctxfold statusline --codex",
+    ),
 }
 
 
