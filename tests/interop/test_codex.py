@@ -1,5 +1,5 @@
-"""The real Codex CLI resumes ctxfold's compacted rollouts, current (0.169.0, paginated rollouts
-with numbered lines) and older (0.130.0, legacy rollouts).
+"""The real Codex CLI resumes ctxfold's compacted rollouts, current (0.169.0 and 0.171.0,
+paginated rollouts with numbered lines) and older (0.130.0, legacy rollouts).
 
 Each loop is what a user does: two turns with Codex (one runs a shell command), ``ctxfold
 compact --install`` on the rollout Codex wrote, then ``codex exec resume <new id>``. The request
@@ -28,7 +28,7 @@ from interop.responses_server import input_items, item_text, responses_api
 from interop.server import Recorded, Reply, ScriptedServer
 
 MODEL, PROVIDER = "gpt-lab", "lab"
-VERSIONS = ["codex", "codex-0130"]  # harness_bin names: 0.169.0 and 0.130.0
+VERSIONS = ["codex", "codex-0130", "codex-0171"]  # harness_bin names: 0.169.0, 0.130.0, 0.171.0
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_SESSION = ROOT / "fixtures" / "real" / "claude-code-sidechains.jsonl"
 AUTO_COMPACT = "model_auto_compact_token_limit = 20000\nmodel_context_window = 100000\n"
@@ -197,7 +197,7 @@ def test_codex_resumes_a_compacted_session(name: str, lab: Callable[..., Codex])
     codex.server.add(Reply("THIRD-ANSWER", input_tokens=4000))
     rows = assert_resumed(codex, carry, "TURN-THREE go on", ["TURN-ONE", "5999", "FIRST-ANSWER", "TURN-TWO"])
     assert rows[0]["payload"]["model_provider"] == PROVIDER
-    assert ("ordinal" in rows[0]) == (name == "codex")  # 0.169 numbers its lines, 0.130 does not
+    assert ("ordinal" in rows[0]) == (name != "codex-0130")  # 0.169 and 0.171 number lines, 0.130 not
     assert_original_resumes(codex, sid, before, "TURN-ONE")
 
 
