@@ -54,7 +54,7 @@ def main() -> int:
         for raw in sys.stdin.buffer:
             reply = handle(raw, lines)
             if reply is not None:
-                sys.stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+                sys.stdout.write(json.dumps(reply) + "\n")  # ASCII: whatever the locale
                 sys.stdout.flush()
     except (OSError, KeyboardInterrupt):  # Codex went away mid-reply, or the user stopped it
         pass
