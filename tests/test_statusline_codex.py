@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -282,3 +283,46 @@ def test_codex_going_away_mid_reply_is_no_error(tmp_path: Path, server: Any) -> 
         for n in range(3):
             s.send(json.dumps({"jsonrpc": "2.0", "id": 90 + n, "method": "ping"}).encode())
     assert s.close() == ""
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to list a process's children")
+def test_it_counts_without_helper_processes(tmp_path: Path, server: Any) -> None:
+    """A helper forked while the main thread waits on stdin would hang (each child closes stdin,
+    whose lock the waiting reader holds), so the provider never starts one, even for a session
+    large enough for helpers and with CTXFOLD_WORKERS asking for two."""
+    lines = (FIXTURES / "codex" / "lab-0169.jsonl").read_bytes().splitlines(keepends=True)
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as f:
+        f.write(lines[0])
+        while f.tell() < 9_000_000:  # over parallel.MIN_BYTES
+            f.writelines(lines[1:])
+    s = server(_home(tmp_path, big), CTXFOLD_WORKERS="2")
+    assert s.proc.stdout is not None
+    seen: set[int] = set()
+    params = {"uri": URI, "_meta": {"com.openai/codex-statusline-state": snapshot()}}
+    deadline, tree = time.monotonic() + 60, READING
+    while tree == READING and time.monotonic() < deadline:  # its children, watched throughout
+        s.next_id += 1
+        s.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": s.next_id, "method": "resources/read", "params": params}
+            ).encode()
+        )
+        while not select.select([s.proc.stdout], [], [], 0.02)[0]:
+            seen |= _children(s.proc.pid)
+        tree = json.loads(s.reply()["result"]["contents"][0]["text"])
+        pause = time.monotonic() + 0.3
+        while time.monotonic() < pause:
+            seen |= _children(s.proc.pid)
+            time.sleep(0.02)
+    assert "tokens" in str(tree), tree
+    assert not seen, f"the provider started helper processes: {seen}"
+    s.close()
