@@ -65,7 +65,7 @@ def codex_provider(
         tree, _ = _read(proc, n, state)
         if proc.poll() is not None:
             return {"line": None}
-        while tree == "ctxfold: reading this session…":
+        while "tokens" not in str(tree) and time.perf_counter() - start < 300:  # the line, not a note
             time.sleep(max(0.0, 1 - (time.perf_counter() - start) % 1))  # Codex: a read a second
             n += 1
             tree, _ = _read(proc, n, state)

@@ -61,12 +61,8 @@ def run_interactive(
     }
     (home / ".claude.json").write_text(json.dumps(state))
     with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=Reply("Done.")) as srv:
-        node_bin = str(Path(shutil.which("node") or "node").parent)
         full_env = {
-            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "HOME": str(home),
-            "TERM": "xterm-256color",
-            "LANG": "C.UTF-8",
+            **_terminal_env(home),
             "DISABLE_TELEMETRY": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
@@ -87,6 +83,18 @@ def run_interactive(
         requests = list(srv.requests)
     logs = sorted(p for p in home.glob(h.logs) if p.is_file())
     return Session(h.name, requests, logs, home, 0, screen.decode("utf-8", "replace")[-3000:], "")
+
+
+def _terminal_env(home: Path) -> dict[str, str]:
+    """What every harness here runs with: node on ``PATH`` (the npm packages start with it),
+    ``home`` as its home, a colour terminal, UTF-8."""
+    node_bin = str(Path(shutil.which("node") or "node").parent)
+    return {
+        "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+    }
 
 
 def _logged_answer(h: Harness, home: Path) -> bool:
@@ -118,14 +126,7 @@ def run_two_prompts(
     project = home / "project"
     project.mkdir(parents=True, exist_ok=True)
     with ScriptedServer(h.api, script, side=h.side, side_reply=h.side_reply, fallback=DONE) as srv:
-        node_bin = str(Path(shutil.which("node") or "node").parent)
-        full_env = {
-            "PATH": f"{node_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "HOME": str(home),
-            "TERM": "xterm-256color",
-            "LANG": "C.UTF-8",
-            **h.configure(home, srv.url),
-        }
+        full_env = {**_terminal_env(home), **h.configure(home, srv.url)}
         if setup is not None:
             setup(home)
         full_env.update(env or {})
@@ -202,21 +203,14 @@ def run_codex_tui(
 ) -> Session:
     """Codex's terminal UI on a terminal of ``SIZE``, the prompt given on the command line,
     ``top`` (keys) put before the lab's ``config.toml`` and ``config`` (tables) after it (moved
-    to ``env``'s ``CODEX_HOME`` when that names another folder), stopped once ``until(screen)`` (the raw stream as drawn).
-    ``--no-daemon``: 0.171's background server would outlive the run."""
+    to ``env``'s ``CODEX_HOME`` when that names another folder), stopped once ``until(screen)``
+    (the raw stream as drawn). ``--no-daemon``: 0.171's background server would outlive the run."""
     h = HARNESSES["codex"]
     project = home / "project"
     project.mkdir(parents=True, exist_ok=True)
     with ScriptedServer(h.api, script, fallback=DONE) as srv:
         lab = h.configure(home, srv.url)
-        full_env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "TERM": "xterm-256color",
-            "LANG": "C.UTF-8",
-            **lab,
-            **(env or {}),
-        }
+        full_env = {**_terminal_env(home), **lab, **(env or {})}
         if full_env["CODEX_HOME"] != lab["CODEX_HOME"]:
             shutil.move(lab["CODEX_HOME"], full_env["CODEX_HOME"])
         toml = Path(full_env["CODEX_HOME"]) / "config.toml"

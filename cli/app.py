@@ -401,12 +401,8 @@ def statusline(
     it did, as one JSON document). For Codex, --codex is the provider to register with
     `codex mcp add ctxfold -- ctxfold statusline --codex`.
     """
-    if codex and (install_pi or force or json_out):
-        _usage("--codex runs Codex's provider; it takes no other option")
     if codex:
-        from ctxfold.cli.codex_statusline import main as serve
-
-        raise SystemExit(serve())
+        _serve_codex(alone=not (install_pi or force or json_out))
     if install_pi or force or json_out:
         _install_pi(force=force, install_pi=install_pi, json_out=json_out)
         return
@@ -416,10 +412,14 @@ def statusline(
 
 
 @handle_errors
-def _usage(message: str) -> None:
+def _serve_codex(*, alone: bool) -> None:
     from ctxfold.errors import UsageError
 
-    raise UsageError(message)
+    if not alone:
+        raise UsageError("--codex runs Codex's provider; it takes no other option")
+    from ctxfold.cli.codex_statusline import main as serve
+
+    raise SystemExit(serve())
 
 
 @handle_errors

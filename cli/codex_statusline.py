@@ -169,13 +169,14 @@ class Lines:
         self._worker: threading.Thread | None = None
 
     def get(self, state: dict[str, Any]) -> str:
-        thread = state.get("thread")
-        tid = thread.get("id") if isinstance(thread, dict) else None
+        thread = _obj(state, "thread")
+        tid = thread.get("id")
         if not isinstance(tid, str) or not tid:
             return "ctxfold: no Codex thread in the snapshot"
         rollout = self._rollout(tid)
         if rollout is None:
-            return waiting(payload(state, "")["model"].get("display_name"))
+            name = _obj(thread, "model").get("display_name")
+            return waiting(name if isinstance(name, str) else None)
         with self._cond:
             self._asked += 1
             ask = self._asked

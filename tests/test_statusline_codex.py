@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, real_files
 
-from ctxfold.cli.codex_statusline import READING, URI, Lines, payload, ui_tree
+from ctxfold.cli.codex_statusline import READING, STATE, URI, Lines, payload, ui_tree
 from ctxfold.cli.statusline import line_for
 from ctxfold.formats.codex.settings import find_rollout
 
@@ -101,7 +101,7 @@ class Server:
     def read(self, state: dict[str, Any]) -> tuple[Any, float]:
         """The UI tree of one read, and how long the read took."""
         start = time.monotonic()
-        got = self.call("resources/read", {"uri": URI, "_meta": {"com.openai/codex-statusline-state": state}})
+        got = self.call("resources/read", {"uri": URI, "_meta": {STATE: state}})
         took = time.monotonic() - start
         (content,) = got["result"]["contents"]
         assert content["uri"] == URI and content["mimeType"] == "application/json"
@@ -307,7 +307,7 @@ def test_it_counts_without_helper_processes(tmp_path: Path, server: Any) -> None
     s = server(_home(tmp_path, big), CTXFOLD_WORKERS="2")
     assert s.proc.stdout is not None
     seen: set[int] = set()
-    params = {"uri": URI, "_meta": {"com.openai/codex-statusline-state": snapshot()}}
+    params = {"uri": URI, "_meta": {STATE: snapshot()}}
     deadline, tree = time.monotonic() + 60, READING
     while tree == READING and time.monotonic() < deadline:  # its children, watched throughout
         s.next_id += 1
