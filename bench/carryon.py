@@ -1,6 +1,6 @@
 """Can the next agent carry on? What each strategy's compacted context keeps of what matters.
 
-    python bench/carryon.py [--real DIR] [--strategy S ...] [--provider P] [--files]
+    python bench/carryon.py [--real DIR] [--strategy S ...] [--provider P] [--files] [--held-out]
 
 Every real session under ``DIR`` (default ``$CTXFOLD_REAL_FIXTURES`` or ``../shared/fixtures-real``:
 claude-code, codex, pi, litellm, openhands) and the bundled ones under ``fixtures/`` that have hand
@@ -19,6 +19,9 @@ compaction) and checked against the labels:
   in progress or done (read from the summary's "Where things stand" line, else from what the
   continuation tells the agent to do; a strategy that keeps the last turn verbatim and makes no
   summary leaves the agent the same view it had).
+
+``--held-out`` scores the held-out sessions instead (``HELD_OUT``: Gemini CLI's real chats,
+labelled by someone who had not seen their summaries, and asserted by no test).
 
 Matching ignores whitespace, indentation and quote marks (``> ``). It prints numbers and
 asserts nothing; the tests assert the labels themselves on the fixtures.
@@ -39,7 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from carryon_labels import LABELS  # noqa: E402
+from carryon_labels import HELD_OUT, LABELS  # noqa: E402
 
 import ctxfold  # noqa: E402
 from ctxfold.errors import CtxfoldError  # noqa: E402
@@ -47,7 +50,7 @@ from ctxfold.transcript.context import current_context  # noqa: E402
 from ctxfold.transcript.model import CompactionMarker, Message, TextPart, ToolCallPart, ToolResultPart  # noqa: E402
 
 STRATEGIES = ("summary", "sliding-window", "mask-observations")
-REAL_FOLDERS = ("claude-code", "codex", "pi", "litellm", "openhands")
+REAL_FOLDERS = ("claude-code", "codex", "pi", "litellm", "openhands", "gemini-cli")
 FILL = 0.85  # the request's share of the window when compaction runs
 _HARNESS_TAGS = re.compile(r"<(ide_opened_file|system-reminder|ide_selection)>.*?</\1>", re.S)
 _STATE = re.compile(r"where things stand:\W*(waiting|in progress|done)", re.I)
@@ -66,9 +69,9 @@ def real_dir(arg: str | None) -> Path:
     return Path(env) if env else ROOT.parent / "shared" / "fixtures-real"
 
 
-def sessions(real: Path) -> list[tuple[str, Path]]:
+def sessions(real: Path, labels: dict[str, Any]) -> list[tuple[str, Path]]:
     out = []
-    for key in LABELS:
+    for key in labels:
         path = ROOT / key if key.startswith("fixtures/") else real / key
         if (key.split("/")[0] in REAL_FOLDERS or key.startswith("fixtures/")) and path.is_file():
             out.append((key, path))
@@ -143,8 +146,7 @@ def told(summary: str, messages: list[Message]) -> str:
     return "?"
 
 
-def score(key: str, path: Path, strategy: str, provider: str, out: Path) -> Score:
-    label: dict[str, Any] = LABELS[key]
+def score(label: dict[str, Any], path: Path, strategy: str, provider: str, out: Path) -> Score:
     s = Score()
     original = list(current_context(ctxfold.read(path).entries).messages)
     predicted = ctxfold.estimate(path).predicted.tokens
@@ -207,9 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategy", action="append", choices=STRATEGIES, help="default: all three")
     ap.add_argument("--provider", default="offline")
     ap.add_argument("--files", action="store_true", help="one line per file and what it missed")
+    ap.add_argument("--held-out", action="store_true", help="the held-out sessions (HELD_OUT) instead")
     args = ap.parse_args(argv)
-    files = sessions(real_dir(args.real))
-    print(f"{len(files)} labelled sessions; summarizer {args.provider}; window = request / {FILL}\n")
+    labels = HELD_OUT if args.held_out else LABELS
+    files = sessions(real_dir(args.real), labels)
+    kind = "held-out" if args.held_out else "labelled"
+    print(f"{len(files)} {kind} sessions; summarizer {args.provider}; window = request / {FILL}\n")
     head = f"{'file':<52} {'req':>7} {'rules':>6} {'values':>7} {'paths':>6} {'deliv':>6}  state"
     totals: list[str] = []
     for strategy in args.strategy or STRATEGIES:
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {strategy}\n{head}")
         with tempfile.TemporaryDirectory() as tmp:
             for n, (key, path) in enumerate(files):
-                s = score(key, path, strategy, args.provider, Path(tmp) / str(n))
+                s = score(labels[key], path, strategy, args.provider, Path(tmp) / str(n))
                 scores.append(s)
                 if args.files:
                     print(row(key, s))

@@ -407,3 +407,90 @@ LABELS: dict[str, Label] = {
         "deliverable": None,
     },
 }
+
+
+# Held out: labelled by someone who had not seen ctxfold's summaries of these sessions (reading
+# the raw chats only), and not asserted by the tests, so the bench can say how the summary does
+# on sessions it was not built on. Gemini CLI's three real chats; none has a compression point.
+# Their values include code lines from the agent's edits, which the summary does not aim to keep.
+HELD_OUT: dict[str, Label] = {
+    # Django URLValidator mixed-case IPv6 fix (task from TASK.md; the user typed only "hello",
+    # which is left out as a one-word greeting). Done: failing test written, ipv6_re fixed, test
+    # passes, last message says "The task is complete." (195 chars, so no deliverable).
+    "gemini-cli/aim-control-pro.json": {
+        "state": "done",
+        "next": None,
+        "requests": [],
+        "rules": [],
+        "values": [
+            "ipv6_re = r'\\[[0-9a-fA-F:\\.]+\\]'",
+            "http://[2001:DB8::1]/",
+            "PYTHONPATH=django_repo python3 test_regex_bug.py",
+            "PYTHONPATH=. python3 tests/runtests.py validators --parallel=1",
+            "ValueError: '::1:2::3' does not appear to be an IPv4 or IPv6 address",
+            "e7339bd44fcbe3e8a64c4a3ebd4e1942cbd2261b",
+        ],
+        "paths": [
+            "/home/kingb/aim_benchmarks/django_control_pro/TASK.md",
+            "django_repo/django/core/validators.py",
+            "test_regex_bug.py",
+            "test_ipv6.py",
+        ],
+        "deliverable": None,
+    },
+    # Gemini-Playground scaffold in ~ (folder, web files, /init GEMINI.md). Done: the last
+    # question ("provide a link") was answered: no live link, open the local index.html.
+    "gemini-cli/m-gemini-archive.json": {
+        "state": "done",
+        "next": None,
+        "requests": [
+            "create a new folder in my home directory called Gemini-Playground",
+            "make your default folder to run in 'Gemini-Playground'",
+            "provide a link to your Playground website please",
+        ],
+        "rules": ["make your default folder to run in 'Gemini-Playground'"],
+        "values": [
+            "/home/mischa/Gemini-Playground",
+            "/home/mischa/Gemini-Playground/index.html",
+            "cd Gemini-Playground &&",
+            "/home/mischa",
+        ],
+        "paths": [
+            "Gemini-Playground/index.html",
+            "Gemini-Playground/script.js",
+            "Gemini-Playground/style.css",
+            "Gemini-Playground/README.md",
+            "/home/mischa/Gemini-Playground/GEMINI.md",
+        ],
+        "deliverable": 'I cannot provide a live link to the "Playground website"',
+    },
+    # Pure HTML/CSS/JS Pomodoro timer, then transitions, pause/resume, progress bar + long
+    # breaks. Done: last request implemented, last message ends "The task is complete."
+    # (168 chars, so the deliverable is the earlier 470-char ideas list that ended a turn).
+    "gemini-cli/pomodoro-timer.json": {
+        "state": "done",
+        "next": None,
+        "requests": [
+            "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
+            "add smooth transitions between states",
+            "add a Pause/Resume feature",
+            "Anything else we should add?",
+            "Add a visual progress bar and long breaks suggestions",
+        ],
+        "rules": ["Don’t use any external frameworks — keep it pure HTML, CSS, and JS."],
+        "values": [
+            "start-pause",
+            "toggleTimer",
+            "sessionsSinceLongBreak === 4",
+            "progressEl.style.width = `${100 - progress}%`;",
+            "transition: background-color 0.5s ease;",
+            "alert('Session ended!');",
+        ],
+        "paths": [
+            "/Users/yoavfarhi/dev/pomodoro/gemini/index.html",
+            "/Users/yoavfarhi/dev/pomodoro/gemini/style.css",
+            "/Users/yoavfarhi/dev/pomodoro/gemini/script.js",
+        ],
+        "deliverable": "Here are a few ideas to enhance the app:",
+    },
+}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryon_labels import LABELS
+from carryon_labels import HELD_OUT, LABELS
 from conftest import REAL, ROOT
 
 from ctxfold.compaction.guard import ContextGuard
@@ -315,6 +315,21 @@ def _labelled() -> list[tuple[str, Path]]:
 
 def _norm(text: str) -> str:
     return " ".join(" ".join(ln.strip().removeprefix("> ").strip() for ln in text.splitlines()).split())
+
+
+@pytest.mark.parametrize("key", list(HELD_OUT))
+def test_the_held_out_labels_quote_their_session(key: str) -> None:
+    """Each held-out label's words are in its session (the bench scores ctxfold on them; no
+    test holds ctxfold to them)."""
+    path = REAL / key
+    if not path.is_file():
+        pytest.skip(f"{key} not available (../shared absent)")
+    label = HELD_OUT[key]
+    raw = _norm(json.dumps(json.loads(path.read_text(encoding="utf-8")), ensure_ascii=False))
+    said = [x for k in ("requests", "rules", "values", "paths") for x in label[k]]
+    said += [label[k] for k in ("question", "next", "deliverable") if label.get(k)]
+    unquoted = [x for x in said if _norm(json.dumps(x, ensure_ascii=False)[1:-1]) not in raw]
+    assert unquoted == [] and label["state"] in ("waiting", "in_progress", "done")
 
 
 @pytest.mark.parametrize(("key", "path"), _labelled(), ids=[k for k, _ in _labelled()])
