@@ -223,6 +223,61 @@ def test_only_errors_that_still_stand_are_errors() -> None:
     assert "AssertionError" not in text.split("## Exact Next Steps")[1]
 
 
+def _gemini_run(cid: str, output: str, code: int, pgid: int = 595950) -> Message:
+    """A result of Gemini CLI's shell tool, labelled as its 0.x versions label one."""
+    return _result(cid, f"Output: {output}\nExit Code: {code}\nProcess Group PGID: {pgid}")
+
+
+def test_gemini_cli_shell_labels_are_not_the_error() -> None:
+    """The error is what the command printed, not the run's process group; and one run with
+    ``python`` settled by the same run with ``python3`` (as in a real Gemini CLI session)."""
+    labelled = [
+        _user("Reproduce the bug"),
+        _call("a", "run_shell_command", {"command": "python test_ipv6.py"}),
+        _gemini_run("a", "/usr/bin/bash: line 1: python: command not found", 127),
+    ]
+    facts = gather(labelled)
+    assert [(what, line) for _, what, line in facts.open_errors] == [
+        ("python test_ipv6.py", "/usr/bin/bash: line 1: python: command not found")
+    ]
+    older = "Command: make\nDirectory: (root)\nStdout: (none)\nStderr: make: *** No rule to make target\n"
+    older += "Error: (none)\nExit Code: 2\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 7"
+    facts = gather(
+        [_user("Build it"), _call("m", "run_shell_command", {"command": "make"}), _result("m", older)]
+    )
+    assert [line for _, _, line in facts.open_errors] == ["make: *** No rule to make target"]
+    rerun = [
+        *labelled,
+        _call("b", "run_shell_command", {"command": "python3 test_ipv6.py"}),
+        _gemini_run("b", "Test passed", 0),
+    ]
+    facts = gather(rerun)
+    assert facts.open_errors == [] and facts.settled == 1
+
+
+def test_an_edit_with_nothing_to_change_and_a_run_the_user_stopped_leave_nothing_open() -> None:
+    no_op = (
+        "A secondary check by an LLM determined that no changes were necessary to fulfill the instruction."
+    )
+    messages = [
+        _user("Add a progress bar"),
+        _call("e", "replace", {"file_path": "script.js", "old_string": "a", "new_string": "b"}),
+        _result("e", no_op, error=True),
+        _call("s", "bash", {"command": "sleep 5"}),
+        _result("s", "Command aborted", error=True),
+        _call("t", "bash", {"command": "npm test"}),
+        _result("t", "FAIL src/a.test.ts\nExit code 1", error=True),
+    ]
+    facts = gather(messages)
+    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 2
+    # the words count only at the head of the result: a log that quotes them is still a failure
+    quoted = "FAIL src/b.test.ts\n" + "x\n" * 400 + "no changes were necessary\nExit code 1"
+    facts = gather(
+        [_user("Test"), _call("u", "bash", {"command": "npm test"}), _result("u", quoted, error=True)]
+    )
+    assert len(facts.open_errors) == 1
+
+
 # ----------------------------------------------------------- the last deliverable
 
 

@@ -67,6 +67,21 @@ def test_lower_casing_finds_every_line_the_pattern_finds() -> None:
     ]
 
 
+def test_a_url_on_an_ipv6_address_keeps_its_bracket_and_a_log_gives_its_newest_commit() -> None:
+    values = Values()
+    values.command("python3 -c \"check('http://[2001:DB8::1]/', 'http://[::1]:8080/x')\"", 1)
+    values.words("Open http://example.com/a] now.", 2)  # a bracket after a name ends the URL
+    log = "Output: commit e7339bd44fcbe3e8a64c4a3ebd4e1942cbd2261b\nAuthor: A <a@b.c>\n\n    Baseline\n\n"
+    values.output(log + "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A <a@b.c>\n", 3)
+    assert [v.text for v in values.items()] == [
+        "http://[2001:DB8::1]/",
+        "http://[::1]:8080/x",
+        "[::1]:8080",
+        "http://example.com/a",
+        "e7339bd44fcbe3e8a64c4a3ebd4e1942cbd2261b",
+    ]
+
+
 def _result(text: str) -> ToolResultPart:
     return ToolResultPart("c", (TextPart(text),), name="bash")
 

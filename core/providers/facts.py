@@ -145,6 +145,29 @@ _NOISE = re.compile(
     r"|wall time|original token count|output:|script (?:running|completed))",
     re.I,
 )
+# Gemini CLI labels the parts of a shell run: "Output: " on the output's first line, then
+# "Exit Code: 1" and "Process Group PGID: 12"; older versions also Command, Directory, Stdout,
+# Stderr, Error, Signal and Background PIDs, with "(none)" for an empty one
+_RUN_LABEL = "Process Group PGID: "
+_RUN_FIELD = re.compile(r"^(?:Directory|Exit Code|Signal|Background PIDs|Process Group PGID): .*\n?", re.M)
+_OUTPUT_LABEL = re.compile(r"^(?:Output|Stdout|Stderr|Error): (?:\(none\)$)?", re.M)
+
+
+def shell_output(text: str) -> str:
+    """What a shell command printed, without the labels Gemini CLI puts around it."""
+    if _RUN_LABEL not in text:
+        return text
+    if text.startswith("Command: ") and "\nDirectory: " in text:  # the command may span lines
+        text = text.split("\nDirectory: ", 1)[1].partition("\n")[2]
+    return _OUTPUT_LABEL.sub("", _RUN_FIELD.sub("", text))
+
+
+# An edit that had nothing to change, or a run the user stopped: nothing is left to resolve
+_NOTHING_TO_DO = re.compile(
+    r"\bno changes (?:to (?:make|apply)|(?:were |are )?(?:necessary|needed|required))"
+    r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user)\b",
+    re.I,
+)
 
 
 def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool:
@@ -162,7 +185,7 @@ def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool
     # a build or test piped through `| head` exits 0 whatever it printed: its own error lines tell
     if status == "exit 0":
         return False
-    tail = result.text[-20_000:]
+    tail = shell_output(result.text[-20_000:])
     return any(word in tail for word in _BUILD_WORDS) and bool(_BUILD_ERROR.search(tail))
 
 
@@ -186,7 +209,7 @@ def error_line(result: ToolResultPart) -> str:
     """The line that says what went wrong: a traceback's exception or an ``error:`` line, else
     the first line naming a problem ("failed", "not found"…), else the last line of output
     (harness notes such as exit codes and timings are skipped)."""
-    text = result.text
+    text = shell_output(result.text)
     if "Traceback (most recent call last)" in text:
         text = text.split("Traceback (most recent call last)", 1)[1]
     match = _ERROR_LINE.search(text)
@@ -268,6 +291,9 @@ _RUNNERS = {
 }
 
 
+_ALIAS = re.compile(r"^(python|pip)[\d.]*$")  # python3.12, python3 and python: one program
+
+
 def _what(tool: str, cmd: str | None, paths: Sequence[str]) -> set[str]:
     """What a later success must share to settle a failure: each program of a command (with its
     subcommand, for runners such as npm or git), else the tool and the file it worked on."""
@@ -278,7 +304,7 @@ def _what(tool: str, cmd: str | None, paths: Sequence[str]) -> set[str]:
         words = [w for w in part.split() if "=" not in w or w.startswith("-")]
         if not words or words[0] == "cd":
             continue
-        head = words[0].rsplit("/", 1)[-1]
+        head = _ALIAS.sub(r"\1", words[0].rsplit("/", 1)[-1])
         sub = words[1] if len(words) > 1 and not words[1].startswith("-") else ""
         if sub == "run" and len(words) > 2:  # npm run build: the script is the subcommand
             sub = f"run {words[2]}"
@@ -296,7 +322,7 @@ def _no_match(cmd: str | None, status: str, result: ToolResultPart) -> bool:
         return False
     head = cmd.split("|")[-1].split()[:1] or [""]
     first = cmd.split()[0].rsplit("/", 1)[-1] if cmd.split() else ""
-    body = [ln for ln in result.text.splitlines() if ln.strip() and not _NOISE.match(ln)]
+    body = [ln for ln in shell_output(result.text).splitlines() if ln.strip() and not _NOISE.match(ln)]
     return (first in _SEARCH or head[0] in _SEARCH) and len(body) <= 1
 
 
@@ -392,7 +418,12 @@ class Gathering:
                 line = error_text(res)
                 self.facts.errors.pop(f"{tool}: {line}", None)
                 self.facts.errors[f"{tool}: {line}"] = i
-                if expected or _no_match(command, status or "", res) or said:
+                if (
+                    expected
+                    or said
+                    or _no_match(command, status or "", res)
+                    or _NOTHING_TO_DO.search(res.text[:500])
+                ):
                     self.facts.settled += 1
                 else:
                     self.failing = [f for f in self.failing if f[0] != keys]

@@ -13,10 +13,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]}|]+")
+# a host in brackets (an IPv6 address) keeps its closing bracket; elsewhere one ends the URL
+_URL = re.compile(r"\bhttps?://(?:\[[0-9A-Fa-f:.]+\]|[^\s<>\"'`)\]}|\[])[^\s<>\"'`)\]}|]*")
 _REPO = re.compile(r"(?<![/\w.])(?:github|gitlab|bitbucket)\.(?:com|org)/[\w.-]+/[\w.-]+")
-_HOSTPORT = re.compile(r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]|[\w-]+\.local)(?::\d{2,5})\b")
+_HOSTPORT = re.compile(r"(?:\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0|[\w-]+\.local)|\[::1\])(?::\d{2,5})\b")
 _GIT_LINE = re.compile(r"^\[([\w./-]+) (?:\(root-commit\) )?([0-9a-f]{7,40})\]", re.M)
+# git log's and git show's commit line (the first line may carry Gemini CLI's label)
+_LOG_COMMIT = re.compile(r"^(?:Output: )?commit ([0-9a-f]{40})\b", re.M)
 _BRANCH = re.compile(
     r"(?:On branch|Switched to (?:a new )?branch|checkout -b|switch -c|push (?:-u )?origin)\s+'?([\w./-]+)'?"
 )
@@ -131,12 +134,16 @@ class Values:
             self._add(value, kind, age)
 
     def output(self, text: str, age: int) -> None:
-        """A tool's output: only the lines that state a branch, a commit, an address or a URL."""
+        """A tool's output: only the lines that state a branch, a commit, an address or a URL
+        (and of a git log, only its newest commit)."""
         head = text[:4000]
         if "[" in head:
             for m in _GIT_LINE.finditer(head):
                 self._add(m.group(1), "branch", age)
                 self._add(m.group(2), "commit", age)
+        newest = _LOG_COMMIT.search(head) if "commit " in head else None
+        if newest:  # the log's first commit: the one the work starts from
+            self._add(newest.group(1), "commit", age)
         if any(word in head for word in _BRANCH_WORDS):
             for m in _BRANCH.finditer(head):
                 self._add(m.group(1).rstrip(_TRAIL), "branch", age)
