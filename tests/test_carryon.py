@@ -119,8 +119,12 @@ def test_the_users_words_not_the_harness() -> None:
     )
     builtin = _user("<command-name>/model</command-name>\n<command-args>claude-opus-4-6</command-args>")
     ide = _user("<ide_opened_file>The user opened a.py</ide_opened_file>\ndeploy it now")
-    assert [user_words(m) for m in (notification, custom, command, builtin, ide)] == [
-        None, None, "/orchestrator create TODO app by Next.js", None, "deploy it now",
+    gemini_init = _user(  # what Gemini CLI's /init sends, as a user message
+        "\nYou are an AI agent that brings the power of Gemini directly into the terminal. Your task is to "
+        "analyze the current directory and generate a comprehensive GEMINI.md file"
+    )
+    assert [user_words(m) for m in (notification, custom, command, builtin, ide, gemini_init)] == [
+        None, None, "/orchestrator create TODO app by Next.js", None, "deploy it now", None,
     ]  # fmt: skip
 
 

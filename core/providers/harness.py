@@ -17,6 +17,8 @@ format marks its injected text in its own way; the readers keep those marks in `
   ``hookMessage`` messages, ``custom_message`` entries (``customType``: made by an extension),
   branch and compaction summaries.
 - OpenHands: observations no tool call asked for.
+- Gemini CLI: the prompt its ``/init`` command sends in the user's place (as Claude Code's own
+  ``/init``, it is not a request).
 
 The user's words inside a tool result count too: the reason given when rejecting a tool call
 or a plan ("…the user said: …").
@@ -38,6 +40,7 @@ _HARNESS_PREFIXES = (
     "# AGENTS.md instructions",
     "Caveat: The messages below were generated",
     "[Request interrupted",
+    "You are an AI agent that brings the power of Gemini directly into the terminal.",
     SUMMARY_OPEN,
     CONTINUATION_OPEN,
 )
