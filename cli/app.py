@@ -392,9 +392,9 @@ def statusline(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print one line for Claude Code's status bar from the JSON it sends on stdin.
+    """Print the context's status line for Claude Code, pi or Codex.
 
-    The tokens in context, % of the window, and what is left before compaction, in colour when
+    From the JSON Claude Code sends on stdin: the tokens in context, % of the window, and what is left before compaction, in colour when
     near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
     "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
     For pi, --install-pi installs an extension that runs it after each turn (--json: what
