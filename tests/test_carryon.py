@@ -259,6 +259,16 @@ def test_gemini_cli_shell_labels_are_not_the_error() -> None:
     assert facts.open_errors == [] and facts.settled == 1
 
 
+def test_a_file_written_by_the_shell_is_not_reading() -> None:
+    messages = [_user("Check the regex")]
+    for k, cmd in enumerate(["cat src/a.py", "cat << 'EOF' > probe.py\nimport re\nEOF", "echo ok 2>&1"]):
+        messages += [_call(f"c{k}", "Bash", {"command": cmd}), _result(f"c{k}", "ok\nExit code 0")]
+    text = digest(SummaryRequest(messages, 3000))
+    assert "reading and searching: 1 run; last `cat src/a.py`" in text
+    assert "writing files: 1 run; last `cat << 'EOF' > probe.py import re EOF`" in text
+    assert "other commands: 1 run; last `echo ok 2>&1`" in text
+
+
 def test_an_edit_with_nothing_to_change_and_a_run_the_user_stopped_leave_nothing_open() -> None:
     no_op = (
         "A secondary check by an LLM determined that no changes were necessary to fulfill the instruction."

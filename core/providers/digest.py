@@ -203,7 +203,8 @@ def _info_lines(facts: Facts) -> list[Line]:
                 INFO,
                 "",
                 f"{_n(facts.settled, 'failure')} along the way {'was' if facts.settled == 1 else 'were'} fixed "
-                "later, expected, or a search that found nothing: none of them is open.",
+                "later, expected, or left nothing to do (a search that found nothing, an edit already made, "
+                "a run the user stopped): none of them is open.",
                 -10,
                 tier=T_COMMANDS,
             )
@@ -223,10 +224,16 @@ _PURPOSES = (
 )
 
 
+# ``cat << 'EOF' > notes.md``, ``echo x > a.txt``, ``tee a.txt``: a file written, not read
+_WRITES = re.compile(r"(?:cat|echo|printf)\b[^<>|;&]*(?:<<[^>|;&]*)?(?<![\d&])>(?!&)|tee\b")
+
+
 def _purpose(cmd: str) -> str:
     """The purpose of a command, from its program and subcommand words."""
     words = [w.lower() for w in re.split(r"[\s&|;]+", cmd) if w and "=" not in w][:6]
     words = words[2:] if words[:1] == ["cd"] else words
+    if _WRITES.match(re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", cmd)):
+        return "writing files"
     for name, pattern in _PURPOSES:
         if any(re.fullmatch(pattern, w.rsplit("/", 1)[-1]) for w in words[:3]):
             return name
