@@ -493,4 +493,132 @@ HELD_OUT: dict[str, Label] = {
         ],
         "deliverable": "Here are a few ideas to enhance the app:",
     },
+    # bundled: real sessions published under licences that allow it (fixtures/heldout/SOURCES.md)
+    # and commit; the user's "yes please" is the last line, still unanswered.
+    "fixtures/heldout/claude-code/apanloco-random.jsonl": {
+        "state": "in_progress",
+        "next": "session.jsonl",
+        "requests": [
+            'were in a new folder called "random"',
+            "can you add some sfx?",
+            "i will host it on render.com now",
+            "oh, can you make a LICENSE file with the MIT license?",
+            "when did this session start? at what time?",
+            "hos is the random number generated seeded?",
+            "so now, when hosted on render.com, its likely /dev/urandom?",
+            "it works perfectly, even hosted ok random.akerud.se now",
+            "i think there's a session file somwhere for the whole session",
+            "yes please",
+        ],
+        "rules": ["i need to be able to reason about its randomness"],
+        "values": [
+            "random.akerud.se",
+            "crypto.getRandomValues()",
+            "e2aec0d",
+            "a263b894-c8c2-44af-8845-663362b5a201",
+            "render.com",
+            "/dev/urandom",
+        ],
+        "paths": [
+            "/home/da/akerud/random/index.html",
+            "/home/da/akerud/random/LICENSE",
+            "/home/da/.claude/projects/-home-da-akerud-random/a263b894-c8c2-44af-8845-663362b5a201.jsonl",
+        ],
+        "deliverable": "Found it — it's a JSONL file at:",
+    },
+    # is loaded and its telemetry preamble ran; Phase 0 (run export-session.sh) has not started.
+    "fixtures/heldout/claude-code/bhavana.jsonl": {
+        "state": "in_progress",
+        "next": "export-session.sh",
+        "requests": [
+            "What should I build in crypto?",
+            "Think globally (Parcl, Homebase, RealT) and in Southeast Asia.",
+            "Be completely brutal — what will fail",
+            "Help me write a compelling one-paragraph pitch",
+            "Focus on what they haven't solved yet.",
+            "What are the weakest points of even this MVP?",
+            "Build the complete Bhavana Anchor program on Solana devnet with:",
+            "Wire the Bhavana Next.js frontend to the deployed Anchor program.",
+            "Build all React components for Bhavana using the hooks already created",
+            'claude "help me apply for the agentic engineering grant by Superteam. My project is Bhavana'
+            " — a Solana dApp for fractional Indonesian property investment. I built: 1) Anchor smart"
+            " contract with initialize_property, buy_shares, distribute_yield instructions, 2) Next.js"
+            " frontend with wallet connect, property listing, buy flow, portfolio dashboard, 3) Full"
+            " integration layer with hooks for on-chain data. I used Claude as my primary AI coding agent"
+            " throughout the entire build via solana.new skills. Generate a complete grant application"
+            ' response."',
+        ],
+        "rules": [
+            "UI labels Indonesian, technical terms English",
+            "Semua angka dalam format Rupiah menggunakan formatIDR()",
+            "Keep the dark navy background",
+        ],
+        "values": [
+            "https://superteam.fun/earn/grants/agentic-engineering",
+            "bash ~/.claude/skills/apply-grant/export-session.sh .",
+            "BhvnRWA1111111111111111111111111111111111111",
+            "~/bhavana/anchor/target/idl/bhavana.json",
+            "Rp 150.000/share",
+            "#0F1923",
+            "npm install buffer",
+        ],
+        "paths": [
+            "/home/rizqymohammadz/bhavana/anchor/programs/bhavana/src/lib.rs",
+            "/home/rizqymohammadz/bhavana/anchor/SETUP.md",
+            "/home/rizqymohammadz/bhavana/src/lib/constants.ts",
+            "/home/rizqymohammadz/bhavana/src/hooks/useBuyShares.ts",
+            "/home/rizqymohammadz/bhavana/src/App.tsx",
+            "/home/rizqymohammadz/bhavana/package.json",
+        ],
+        "deliverable": "Done. Here's everything that was created/updated:",
+    },
+    # was the last answer.
+    "fixtures/heldout/claude-code/ai-sessions-pomodoro.jsonl": {
+        "state": "done",
+        "next": None,
+        "requests": [
+            "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
+            "add smooth transitions between states",
+            "add a Pause/Resume feature",
+        ],
+        "rules": ["Don’t use any external frameworks — keep it pure HTML, CSS, and JS."],
+        "values": [
+            "WORK_TIME = 25 * 60",
+            "toggleBtn",
+            "#667eea",
+            "Web Audio API",
+            "open index.html",
+        ],
+        "paths": [
+            "/Users/yoavfarhi/dev/pomodoro/claude/index.html",
+            "/Users/yoavfarhi/dev/pomodoro/claude/styles.css",
+            "/Users/yoavfarhi/dev/pomodoro/claude/script.js",
+        ],
+        "deliverable": "Perfect! I've added a comprehensive Pause/Resume feature",
+    },
+    # Done: the last turn ended with the pause/resume summary.
+    "fixtures/heldout/codex/ai-sessions-pomodoro.jsonl": {
+        "state": "done",
+        "next": None,
+        "requests": [
+            "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
+            "add smooth transitions between states",
+            "add a Pause/Resume feature",
+        ],
+        "rules": ["Don’t use any external frameworks — keep it pure HTML, CSS, and JS."],
+        "values": [
+            "019a085e-04c1-7f81-a09e-9555f6a1fb40",
+            "WORK_DURATION = 25 * 60",
+            "isPaused",
+            "body.work-mode",
+            "apply_patch verification failed: Failed to find expected lines",
+            "python -m http.server",
+        ],
+        "paths": [
+            "/Users/yoavfarhi/dev/pomodoro/codex/script.js",
+            "index.html",
+            "styles.css",
+        ],
+        "deliverable": "Added a dedicated pause control between Start and Reset",
+    },
 }
