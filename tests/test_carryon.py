@@ -369,6 +369,34 @@ def test_the_summary_names_the_original_session(tmp_path: Path) -> None:
     result = ctxfold.compact(src, window=3_200, out_dir=tmp_path, force=True)
     assert result.summary is not None
     assert f"`{src.resolve()}` (entries 1–20, the whole session)" in result.summary.text
+    assert "Working directory" not in result.summary.text  # its log names none
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        ROOT / "fixtures" / "codex" / "lab-0169.jsonl",
+        ROOT / "fixtures" / "heldout" / "claude-code" / "apanloco-random.jsonl",
+        REAL / "pi" / "before-compaction.jsonl",
+    ],
+    ids=["codex", "claude-code", "pi"],
+)
+def test_the_summary_names_the_working_directory_the_log_names(src: Path, tmp_path: Path) -> None:
+    """Where the session ran, so that the paths it names can be found (a Codex or pi header's
+    ``cwd``, a Claude Code line's), for the offline digest and in a summarizer model's prompt."""
+    import ctxfold
+    from ctxfold.providers.render import build_prompt
+
+    if not src.is_file():
+        pytest.skip(f"{src.name} not available (../shared absent)")
+    named = [d.get("cwd") or (d.get("payload") or {}).get("cwd") for d in map(json.loads, src.open())]
+    cwd = [c for c in named if isinstance(c, str) and c][-1]
+    predicted = ctxfold.estimate(src).predicted.tokens
+    result = ctxfold.compact(src, window=int(predicted / 0.85), out_dir=tmp_path, force=True)
+    assert result.summary is not None
+    assert f"Working directory: `{cwd}`" in result.summary.text
+    prompt = build_prompt(SummaryRequest([_user("Fix it")], 500, cwd=cwd), window=50_000)
+    assert f"Name the working directory in Current State: `{cwd}`." in prompt.user
 
 
 # --------------------------------------------------------- the hand labels, asserted

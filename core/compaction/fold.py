@@ -55,6 +55,7 @@ class FoldInput:
     close_last: bool = False  # a call the last message left unanswered gets an "interrupted" result
     source: str | None = None  # the original session file, for the summary to name
     source_range: str | None = None
+    cwd: str | None = None  # the session's working directory, for the summary to name
 
 
 def fold(inp: FoldInput) -> Folded:
@@ -90,6 +91,7 @@ def _fold(inp: FoldInput) -> Folded:
             keep_observations=inp.keep_observations,
             source=inp.source,
             source_range=inp.source_range,
+            cwd=inp.cwd,
             # masked as it was read: predicted from its count as it was read
             before=cal.predict(inp.fixed + inp.messages.unmasked).tokens
             if isinstance(inp.messages, Premasked)

@@ -47,6 +47,7 @@ from ctxfold.engine.policy import Policy
 from ctxfold.engine.profile import Profiles
 from ctxfold.errors import NoShrinkError, UsageError, WindowTooSmallError
 from ctxfold.formats.base import CarryOn
+from ctxfold.formats.origin import session_cwd
 from ctxfold.formats.registry import WRITERS
 from ctxfold.names import did_you_mean
 from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
@@ -292,6 +293,7 @@ def _fold(
             close_last=True,  # the compacted session is resumed later, with a new turn after it
             source=None if path == "-" else str(Path(path).resolve()),
             source_range=_folded_range(read.entries, resumed),
+            cwd=session_cwd(read.transcript),
         )
     )
 

@@ -32,6 +32,7 @@ class SummaryRequest:
     dropped: int = 0  # oldest messages left out to fit the summarizer's window
     source: str | None = None  # the original session file, unchanged, for the next agent to look things up
     source_range: str | None = None  # which part of it was folded, in words ("entries 12–940 of 940")
+    cwd: str | None = None  # the session's working directory, when its log names one
     continues: bool = False  # the conversation goes on verbatim after the summary (a sliding window)
 
 

@@ -119,6 +119,12 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
     source = _source(request)
     if source:
         out.append(Line(STATE, "", source, PROTECTED))
+    if request.cwd:
+        out.append(
+            Line(
+                STATE, "", f"Working directory: `{request.cwd}` (relative paths below start there).", PROTECTED
+            )
+        )
     omitted = f"; {request.dropped} older messages were left out" if request.dropped else ""
     out.append(
         Line(

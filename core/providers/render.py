@@ -186,6 +186,8 @@ def _blocks(
     if request.source:
         where = f" ({request.source_range})" if request.source_range else ""
         tail += f"\n\nName the original session file in Current State: `{request.source}`{where}."
+    if request.cwd:
+        tail += f"\n\nName the working directory in Current State: `{request.cwd}`."
     if request.instructions and request.instructions.strip():
         tail += (
             f"\n\n[Focus]\nThe user asked the summary to focus on: {request.instructions.strip()}. Keep what "

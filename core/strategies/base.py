@@ -35,6 +35,7 @@ class StrategyInput:
     keep_observations: int = 10
     source: str | None = None  # the original session file, named in the summary
     source_range: str | None = None  # the part of it folded, in words
+    cwd: str | None = None  # the session's working directory, named in the summary
     # the prediction for the context as read, when ``messages`` no longer hold it (masked as it
     # was read: strategies/masked.py); None: ``predict(messages)``
     before: int | None = None

@@ -236,6 +236,7 @@ def fold_streamed(
     instructions: str | None = None,
     source: str | None = None,
     source_range: str | None = None,
+    cwd: str | None = None,
     head: bool = False,
 ) -> Folded:
     """:func:`~ctxfold.strategies.summary.fold` with ``keep_tail`` and a summarizer that reads
@@ -253,6 +254,7 @@ def fold_streamed(
         instructions=instructions,
         source=source,
         source_range=source_range,
+        cwd=cwd,
         continues=head,
     )
     result = summarizer.digested(request, read)

@@ -205,6 +205,7 @@ def fold_for(inp: StrategyInput, messages: Sequence[Message], *, keep_tail: bool
         instructions=inp.instructions,
         source=inp.source,
         source_range=inp.source_range,
+        cwd=inp.cwd,
         keep_tail=keep_tail,
     )
 
@@ -222,6 +223,7 @@ def streamed_fold_for(inp: StrategyInput, fold_streamed: Callable[..., Folded], 
         instructions=inp.instructions,
         source=inp.source,
         source_range=inp.source_range,
+        cwd=inp.cwd,
         **options,
     )
 
@@ -236,6 +238,7 @@ def fold(
     instructions: str | None = None,
     source: str | None = None,
     source_range: str | None = None,
+    cwd: str | None = None,
     keep_tail: bool = False,
 ) -> Folded:
     """Summarize ``messages`` (a summary ctxfold wrote at their head is rolled in); with
@@ -254,6 +257,7 @@ def fold(
         dropped=dropped,
         source=source,
         source_range=source_range,
+        cwd=cwd,
         continues=not keep_tail,
     )
     result = summarizer(request)
