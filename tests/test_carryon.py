@@ -269,7 +269,7 @@ def test_a_file_written_by_the_shell_is_not_reading() -> None:
     assert "other commands: 1 run; last `echo ok 2>&1`" in text
 
 
-def test_an_edit_with_nothing_to_change_and_a_run_the_user_stopped_leave_nothing_open() -> None:
+def test_an_edit_with_nothing_to_change_a_run_stopped_or_a_call_turned_down_leave_nothing_open() -> None:
     no_op = (
         "A secondary check by an LLM determined that no changes were necessary to fulfill the instruction."
     )
@@ -279,11 +279,15 @@ def test_an_edit_with_nothing_to_change_and_a_run_the_user_stopped_leave_nothing
         _result("e", no_op, error=True),
         _call("s", "bash", {"command": "sleep 5"}),
         _result("s", "Command aborted", error=True),
+        _call("w", "WebFetch", {"url": "https://example.com"}),
+        _result(
+            "w", "The user doesn't want to proceed with this tool use. The tool use was rejected.", error=True
+        ),
         _call("t", "bash", {"command": "npm test"}),
         _result("t", "FAIL src/a.test.ts\nExit code 1", error=True),
     ]
     facts = gather(messages)
-    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 2
+    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 3
     # the words count only at the head of the result: a log that quotes them is still a failure
     quoted = "FAIL src/b.test.ts\n" + "x\n" * 400 + "no changes were necessary\nExit code 1"
     facts = gather(

@@ -120,11 +120,8 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
     if source:
         out.append(Line(STATE, "", source, PROTECTED))
     if request.cwd:
-        out.append(
-            Line(
-                STATE, "", f"Working directory: `{request.cwd}` (relative paths below start there).", PROTECTED
-            )
-        )
+        where = f"Working directory: `{request.cwd}` (relative paths below start there)."
+        out.append(Line(STATE, "", where, PROTECTED))
     omitted = f"; {request.dropped} older messages were left out" if request.dropped else ""
     out.append(
         Line(

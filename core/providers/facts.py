@@ -162,10 +162,12 @@ def shell_output(text: str) -> str:
     return _OUTPUT_LABEL.sub("", _RUN_FIELD.sub("", text))
 
 
-# An edit that had nothing to change, or a run the user stopped: nothing is left to resolve
+# An edit that had nothing to change, a run the user stopped, a call the user turned down:
+# nothing is left to resolve
 _NOTHING_TO_DO = re.compile(
     r"\bno changes (?:to (?:make|apply)|(?:were |are )?(?:necessary|needed|required))"
-    r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user)\b",
+    r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user)\b"
+    r"|doesn't want to proceed with this tool use",
     re.I,
 )
 
