@@ -394,9 +394,10 @@ def statusline(
 ) -> None:
     """Print the context's status line for Claude Code, pi or Codex.
 
-    From the JSON Claude Code sends on stdin: the tokens in context, % of the window, and what is left before compaction, in colour when
-    near it. In ~/.claude/settings.json: "statusLine": {"type": "command", "command":
-    "ctxfold statusline"}. It always exits 0 with one line (Claude Code blanks the bar otherwise).
+    From the JSON Claude Code sends on stdin: the tokens in context, % of the window, and what
+    is left before compaction, in colour when near it. In ~/.claude/settings.json:
+    "statusLine": {"type": "command", "command": "ctxfold statusline"}. It always exits 0 with
+    one line (Claude Code blanks the bar otherwise).
     For pi, --install-pi installs an extension that runs it after each turn (--json: what
     it did, as one JSON document). For Codex, --codex is the provider to register with
     `codex mcp add ctxfold -- ctxfold statusline --codex`.
