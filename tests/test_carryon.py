@@ -22,6 +22,7 @@ from ctxfold.providers.harness import user_words
 from ctxfold.providers.rules import standing_rules
 from ctxfold.providers.shellfiles import shell_files
 from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, assess
+from ctxfold.providers.streamed import Digesting
 from ctxfold.strategies.summary import continuation_message, continued_request
 from ctxfold.tokens.tokenizers import get_tokenizer
 from ctxfold.transcript.context import current_context
@@ -87,6 +88,29 @@ def test_in_progress_when_a_call_has_no_result_or_the_agent_stopped_before_its_s
     assert (
         assess([_said("Done."), _user("Now deploy it")]).state == IN_PROGRESS
     )  # the request has no answer yet
+
+
+def test_a_short_answer_to_the_assistants_question_keeps_the_question() -> None:
+    """A "yes please" means nothing to the next agent without the offer it accepts (seen in a
+    held-out Claude Code session that ends on it)."""
+    offer = "Found it at `~/.claude/projects/x.jsonl`.\n\nWant me to copy it into the repo and commit it?"
+    messages = [_user("Where is the session file?"), _said(offer), _user("yes please")]
+    st = assess(messages)
+    assert st.state == IN_PROGRESS and st.answers == "Want me to copy it into the repo and commit it?"
+    streamed = Digesting()
+    for m in messages:
+        streamed.add(m)
+    assert streamed.assessing.result() == st
+    text = digest(SummaryRequest(messages, 2000))
+    state = text.split("## User Rules")[0].split("## User Requests")[0]
+    assert "answers the assistant's question:\n  Want me to copy it into the repo and commit it?" in state
+    note = continuation_message("yes please", st)
+    assert (
+        "It answers the assistant's question: `Want me to copy it into the repo and commit it?`" in note.text
+    )
+    assert continued_request(note) == "yes please"
+    new_task = "No. Instead, rewrite the random generator so that it draws from a seeded PRNG " * 3
+    assert assess([*messages[:2], _user(new_task)]).answers is None  # a request of its own
 
 
 def test_harness_text_after_the_last_message_changes_nothing() -> None:

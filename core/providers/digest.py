@@ -102,6 +102,16 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
             Line(STATE, "The assistant's last message", clip(st.reply[1], 600), PROTECTED - 1, block=True)
         )
     elif st.state == IN_PROGRESS:
+        if st.answers:
+            out.append(
+                Line(
+                    STATE,
+                    "The user's newest request answers the assistant's question",
+                    st.answers,
+                    PROTECTED - 1,
+                    block=True,
+                )
+            )
         if st.reply and (st.request is None or st.reply[0] > st.request[0]):
             out.append(
                 Line(

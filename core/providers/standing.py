@@ -31,6 +31,7 @@ WAITING, IN_PROGRESS, DONE = "waiting", "in_progress", "done"
 LABELS = {WAITING: "waiting for the user", IN_PROGRESS: "in progress", DONE: "done"}
 FINISH_TOOLS = frozenset({"finish", "attemptcompletion", "taskcomplete", "complete", "submit", "done"})
 SUBSTANTIAL = 200  # characters: a deliverable, not a one-line acknowledgement
+REPLY_CHARS = 200  # a newest request this short may only make sense with the question it answers
 _ASKS = re.compile(
     r"\b(?:want me to|should i|shall i|would you like|do you want|would you prefer|which (?:one|option|of these|approach)"
     r"|let me know (?:which|whether|if you want|if you'd like|when you want|how)|please (?:confirm|choose|pick|approve|review and)"
@@ -61,6 +62,7 @@ class Standing:
     deliverable: tuple[int, str] | None = None  # the last substantial message that ended a turn
     pending: list[str] = field(default_factory=list)  # tool calls with no result
     tail_start: int | None = None  # in progress: where the exchange under way starts
+    answers: str | None = None  # in progress: the question a short newest request ("yes please") answers
 
     @property
     def label(self) -> str:
@@ -93,6 +95,14 @@ def _question(text: str) -> str | None:
         if hits:
             asked.append(p if len(p) <= 700 else " ".join(hits))
     return "\n\n".join(asked) if asked else None
+
+
+def answered_question(request: str, reply: tuple[int, str] | None) -> str | None:
+    """The assistant's question that a short newest ``request`` answers ("yes please", "the
+    second one"): without it the request means nothing to the next agent."""
+    if reply is None or len(request) > REPLY_CHARS:
+        return None
+    return _question(reply[1])
 
 
 def _unfinished(text: str) -> bool:
@@ -138,6 +148,7 @@ def assess(messages: Sequence[Message]) -> Standing:
     s = Standing(DONE, "", request=request, reply=reply, deliverable=deliverable, pending=pending)
     if request is not None and request[0] > last_act:
         s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
+        s.answers = answered_question(request[1], reply)
         return s
     start = max(request[0] + 1 if request else 0, 0)
     if finished:

@@ -27,6 +27,7 @@ from ctxfold.providers.standing import (
     _key,
     _question,
     _unfinished,
+    answered_question,
 )
 from ctxfold.providers.todos import TODO_TOOLS, Todo, _reminder, _Tasks, apply_call
 from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
@@ -108,6 +109,7 @@ class Assessing:
         s = Standing(DONE, "", request=request, reply=self.reply, deliverable=deliverable, pending=pending)
         if request is not None and request[0] > last_act:
             s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
+            s.answers = answered_question(request[1], self.reply)
             return s
         start = max(request[0] + 1 if request else 0, 0)
         if self.finished:

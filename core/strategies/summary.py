@@ -63,6 +63,9 @@ def continuation_message(
         )
     elif quoted:
         below = " The step under way is kept verbatim after this note." if tail else ""
+        if standing is not None and standing.answers:  # "yes please" means nothing alone
+            asked = clip(" ".join(standing.answers.split()), QUOTE_CHARS)
+            below = f" It answers the assistant's question: `{asked}`.{below}"
         text = (
             f"{head} {_QUOTE_OPEN}{quoted}{_QUOTE_CLOSE} on this request without asking the user to repeat "
             f"anything.{below}]"
