@@ -160,6 +160,7 @@ def test_standing_rules_are_kept_verbatim() -> None:
         "Add the endpoint. Always run the linter before committing.",
         "Use pnpm, not npm. Reply in German from now on.",
         "What does this function do?",
+        'Roast it. "What must I fix before submitting?"',  # a question, quoted: not a rule
         "Don't touch the migrations folder.",
     ]
     assert standing_rules(said) == [

@@ -24,7 +24,7 @@ _RULE = re.compile(
 )
 _EMPHASIS = re.compile(r"\b(?:NEVER|ALWAYS|MUST(?: NOT)?|MANDATORY|DO NOT|DON'T|FORBIDDEN|IMPORTANT)\b")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_QUESTION = re.compile(r"\?\s*$")
+_QUESTION = re.compile(r"[?？][\s\"'”’»)\]]*$")  # a question, within quote marks or brackets too
 RULE_CHARS = 300  # a longer "sentence" is a paragraph or a paste: not quoted as a rule
 LONG_MESSAGE = 2_000  # past this, a message is a document: only its emphasised rules count
 PER_DOCUMENT = 5
