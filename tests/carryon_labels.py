@@ -413,6 +413,14 @@ LABELS: dict[str, Label] = {
 # the raw chats only), and not asserted by the tests, so the bench can say how the summary does
 # on sessions it was not built on. Gemini CLI's three real chats; none has a compression point.
 # Their values include code lines from the agent's edits, which the summary does not aim to keep.
+# the brief the three Pomodoro sessions (Gemini CLI, Claude Code, Codex) were given
+_POMODORO = [
+    "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
+    "add smooth transitions between states",
+    "add a Pause/Resume feature",
+]
+_PURE_JS = "Don’t use any external frameworks — keep it pure HTML, CSS, and JS."
+
 HELD_OUT: dict[str, Label] = {
     # Django URLValidator mixed-case IPv6 fix (task from TASK.md; the user typed only "hello",
     # which is left out as a one-word greeting). Done: failing test written, ipv6_re fixed, test
@@ -471,13 +479,11 @@ HELD_OUT: dict[str, Label] = {
         "state": "done",
         "next": None,
         "requests": [
-            "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
-            "add smooth transitions between states",
-            "add a Pause/Resume feature",
+            *_POMODORO,
             "Anything else we should add?",
             "Add a visual progress bar and long breaks suggestions",
         ],
-        "rules": ["Don’t use any external frameworks — keep it pure HTML, CSS, and JS."],
+        "rules": [_PURE_JS],
         "values": [
             "start-pause",
             "toggleTimer",
@@ -494,6 +500,9 @@ HELD_OUT: dict[str, Label] = {
         "deliverable": "Here are a few ideas to enhance the app:",
     },
     # bundled: real sessions published under licences that allow it (fixtures/heldout/SOURCES.md)
+    # Claude Code 2.1.77: pixel-art random-number page for Dominion nights (random.akerud.se), SFX,
+    # crypto RNG, MIT LICENSE, git init + commit e2aec0d, then RNG questions. In progress: the
+    # assistant found the session file and offered to copy it into the repo as `session.jsonl`
     # and commit; the user's "yes please" is the last line, still unanswered.
     "fixtures/heldout/claude-code/apanloco-random.jsonl": {
         "state": "in_progress",
@@ -526,6 +535,9 @@ HELD_OUT: dict[str, Label] = {
         ],
         "deliverable": "Found it — it's a JSONL file at:",
     },
+    # Claude Code 2.1.177 (Opus 4.6): Bhavana, fractional Indonesian property on Solana. Ideation,
+    # competitor and "roast" skills, then an Anchor program, a hooks/lib integration layer and all
+    # React components; the last request starts the apply-grant skill. In progress: the skill text
     # is loaded and its telemetry preamble ran; Phase 0 (run export-session.sh) has not started.
     "fixtures/heldout/claude-code/bhavana.jsonl": {
         "state": "in_progress",
@@ -572,16 +584,15 @@ HELD_OUT: dict[str, Label] = {
         ],
         "deliverable": "Done. Here's everything that was created/updated:",
     },
+    # Claude Code 2.0.24 (Sonnet 4.5): the same Pomodoro brief as the Gemini CLI held-out chat,
+    # then transitions and Pause/Resume. Opens with the harness "Warmup" sidechain; ends with the
+    # user's own `!open index.html` bash-mode lines (not requests). Done: the Pause/Resume summary
     # was the last answer.
     "fixtures/heldout/claude-code/ai-sessions-pomodoro.jsonl": {
         "state": "done",
         "next": None,
-        "requests": [
-            "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
-            "add smooth transitions between states",
-            "add a Pause/Resume feature",
-        ],
-        "rules": ["Don’t use any external frameworks — keep it pure HTML, CSS, and JS."],
+        "requests": _POMODORO,
+        "rules": [_PURE_JS],
         "values": [
             "WORK_TIME = 25 * 60",
             "toggleBtn",
@@ -596,16 +607,14 @@ HELD_OUT: dict[str, Label] = {
         ],
         "deliverable": "Perfect! I've added a comprehensive Pause/Resume feature",
     },
+    # Codex CLI 0.47.0 (gpt-5-codex) rollout of the same Pomodoro brief: plan, apply_patch files,
+    # transitions, then a Pause button (one apply_patch verification failure, re-read, re-patched).
     # Done: the last turn ended with the pause/resume summary.
     "fixtures/heldout/codex/ai-sessions-pomodoro.jsonl": {
         "state": "done",
         "next": None,
-        "requests": [
-            "Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.",
-            "add smooth transitions between states",
-            "add a Pause/Resume feature",
-        ],
-        "rules": ["Don’t use any external frameworks — keep it pure HTML, CSS, and JS."],
+        "requests": _POMODORO,
+        "rules": [_PURE_JS],
         "values": [
             "019a085e-04c1-7f81-a09e-9555f6a1fb40",
             "WORK_DURATION = 25 * 60",
