@@ -147,8 +147,14 @@ def test_the_users_words_not_the_harness() -> None:
         "\nYou are an AI agent that brings the power of Gemini directly into the terminal. Your task is to "
         "analyze the current directory and generate a comprehensive GEMINI.md file"
     )
-    assert [user_words(m) for m in (notification, custom, command, builtin, ide, gemini_init)] == [
-        None, None, "/orchestrator create TODO app by Next.js", None, "deploy it now", None,
+    pi_skill = _user(  # what pi sends for "/skill:graphify ./docs"
+        '<skill name="graphify" location="/home/u/.pi/agent/skills/graphify/SKILL.md">\nReferences are '
+        "relative to /home/u/.pi/agent/skills/graphify.\n\n# /graphify\n\n- Never invent an edge.\n</skill>"
+        "\n\n./docs"
+    )
+    said = [user_words(m) for m in (notification, custom, command, builtin, ide, gemini_init, pi_skill)]
+    assert said == [
+        None, None, "/orchestrator create TODO app by Next.js", None, "deploy it now", None, "/skill:graphify\n\n./docs",
     ]  # fmt: skip
 
 
@@ -161,6 +167,8 @@ def test_standing_rules_are_kept_verbatim() -> None:
         "Use pnpm, not npm. Reply in German from now on.",
         "What does this function do?",
         'Roast it. "What must I fix before submitting?"',  # a question, quoted: not a rule
+        "i dont see it doing any work yet. I don't think we need a Dockerfile.",  # reports, not rules
+        "In a.ts, useTools() is defined but never invoked.",
         "Don't touch the migrations folder.",
     ]
     assert standing_rules(said) == [
@@ -294,7 +302,9 @@ def test_a_file_written_by_the_shell_is_not_reading() -> None:
     assert "other commands: 1 run; last `echo ok 2>&1`" in text
 
 
-def test_an_edit_with_nothing_to_change_a_run_stopped_or_a_call_turned_down_leave_nothing_open() -> None:
+def test_failures_that_leave_nothing_to_do_are_not_open() -> None:
+    """An edit with nothing to change, a run the user stopped, a call turned down, a tool the
+    harness does not have."""
     no_op = (
         "A secondary check by an LLM determined that no changes were necessary to fulfill the instruction."
     )
@@ -304,6 +314,10 @@ def test_an_edit_with_nothing_to_change_a_run_stopped_or_a_call_turned_down_leav
         _result("e", no_op, error=True),
         _call("s", "bash", {"command": "sleep 5"}),
         _result("s", "Command aborted", error=True),
+        _call("q", "goal_question", {}),
+        _result("q", "Tool goal_question not found", error=True),
+        _call("p", "edit", {"path": "a.md", "oldText": "x", "newText": "x"}),
+        _result("p", "No changes made to a.md. The replacement produced identical content.", error=True),
         _call("w", "WebFetch", {"url": "https://example.com"}),
         _result(
             "w", "The user doesn't want to proceed with this tool use. The tool use was rejected.", error=True
@@ -312,7 +326,7 @@ def test_an_edit_with_nothing_to_change_a_run_stopped_or_a_call_turned_down_leav
         _result("t", "FAIL src/a.test.ts\nExit code 1", error=True),
     ]
     facts = gather(messages)
-    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 3
+    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 5
     # the words count only at the head of the result: a log that quotes them is still a failure
     quoted = "FAIL src/b.test.ts\n" + "x\n" * 400 + "no changes were necessary\nExit code 1"
     facts = gather(

@@ -71,6 +71,7 @@ def test_a_url_on_an_ipv6_address_keeps_its_bracket_and_a_log_gives_its_newest_c
     values = Values()
     values.command("python3 -c \"check('http://[2001:DB8::1]/', 'http://[::1]:8080/x')\"", 1)
     values.words("Open http://example.com/a] now.", 2)  # a bracket after a name ends the URL
+    values.words("Allow [a-zA-Z0-9-] (A-Z0-9) as FW-005 does.", 2)  # a ticket, not a character class
     log = "Output: commit e7339bd44fcbe3e8a64c4a3ebd4e1942cbd2261b\nAuthor: A <a@b.c>\n\n    Baseline\n\n"
     values.output(log + "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A <a@b.c>\n", 3)
     assert [v.text for v in values.items()] == [
@@ -78,6 +79,7 @@ def test_a_url_on_an_ipv6_address_keeps_its_bracket_and_a_log_gives_its_newest_c
         "http://[::1]:8080/x",
         "[::1]:8080",
         "http://example.com/a",
+        "FW-005",
         "e7339bd44fcbe3e8a64c4a3ebd4e1942cbd2261b",
     ]
 

@@ -162,12 +162,13 @@ def shell_output(text: str) -> str:
     return _OUTPUT_LABEL.sub("", _RUN_FIELD.sub("", text))
 
 
-# An edit that had nothing to change, a run the user stopped, a call the user turned down:
-# nothing is left to resolve
+# An edit that had nothing to change, a run the user stopped, a call the user turned down, a
+# call of a tool the harness does not have: nothing is left to resolve
 _NOTHING_TO_DO = re.compile(
-    r"\bno changes (?:to (?:make|apply)|(?:were |are )?(?:necessary|needed|required))"
+    r"\bno changes (?:to (?:make|apply)|made|(?:were |are )?(?:necessary|needed|required))"
     r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user)\b"
-    r"|doesn't want to proceed with this tool use",
+    r"|doesn't want to proceed with this tool use"
+    r"|^\s*(?:<tool_use_error>)?\W*(?:tool \S+ not found|(?:error: )?no such tool available)",
     re.I,
 )
 

@@ -19,6 +19,8 @@ format marks its injected text in its own way; the readers keep those marks in `
 - OpenHands: observations no tool call asked for.
 - Gemini CLI: the prompt its ``/init`` command sends in the user's place (as Claude Code's own
   ``/init``, it is not a request).
+- pi: a ``/skill:name`` the user typed arrives as the skill's whole text in a ``<skill name=…
+  location=…>`` block, the user's own words after it: the request is ``/skill:name`` and those.
 
 The user's words inside a tool result count too: the reason given when rejecting a tool call
 or a plan ("…the user said: …").
@@ -52,6 +54,7 @@ _BLOCKS = re.compile(
 )
 _COMMAND = re.compile(r"<command-name>\s*(/?[\w:.-]+)\s*</command-name>")
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_SKILL = re.compile(r'<skill name="([^"<>]+)" location="[^"<>]*">\n.*?</skill>', re.S)
 _COMMAND_TAGS = re.compile(r"<(command-name|command-message|command-args)>.*?</\1>", re.S)
 _TAGGED = re.compile(r"<([A-Za-z_][\w-]*)>.*?</\1>", re.S)
 # Claude Code's own commands: they steer the harness, they ask the model for nothing
@@ -139,6 +142,8 @@ def user_words(m: Message) -> str | None:
         if not isinstance(p, TextPart) or not p.text.strip():
             continue
         text = p.text.strip()
+        if text.startswith("<skill name="):  # pi's /skill:name, expanded
+            text = _SKILL.sub(lambda m: f"/skill:{m.group(1)}", text)
         if text.startswith(_HARNESS_PREFIXES):
             continue
         command = _command(text)

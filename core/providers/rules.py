@@ -22,6 +22,12 @@ _RULE = re.compile(
     r"focus on|i will handle|i'll handle|leave (?:the|it)|do(?:n'?t| not) (?:touch|change|modify|use|add|commit|push))",
     re.I,
 )
+# words that look like a rule and only report: "I don't think…", "is defined but never invoked"
+_NOT_RULE = re.compile(
+    r"\b(?:i|we)\s+(?:do not|don'?t|dont)\s+(?:think|see|know|understand|get|remember|believe|mind|care)\b"
+    r"|\bnever\s+\w+ed\b",
+    re.I,
+)
 _EMPHASIS = re.compile(r"\b(?:NEVER|ALWAYS|MUST(?: NOT)?|MANDATORY|DO NOT|DON'T|FORBIDDEN|IMPORTANT)\b")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _QUESTION = re.compile(r"[?？][\s\"'”’»)\]]*$")  # a question, within quote marks or brackets too
@@ -61,7 +67,7 @@ def rules_in(text: str) -> list[str]:
             continue
         if long and not _EMPHASIS.search(s):
             continue
-        if _RULE.search(s) or _EMPHASIS.search(s):
+        if _RULE.search(_NOT_RULE.sub("", s)) or _EMPHASIS.search(s):
             out.append(s)
         if long and len(out) >= PER_DOCUMENT:
             break

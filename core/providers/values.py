@@ -26,7 +26,7 @@ _BRANCH = re.compile(
 _COMMIT = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 _VERSION = re.compile(r"(?<![\w.])(?:@?[\w-]+(?:/[\w.-]+)?@)?v?\d+\.\d+\.\d+(?:[-+][\w.]+)?\b")
-_TICKET = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
+_TICKET = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")  # not the Z0-9 of [A-Z0-9]
 _ENV = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
 _LONG_ID = re.compile(r"(?<![\w/.-])(?=\w*\d)(?=\w*[A-Za-z])[1-9A-HJ-NP-Za-km-z]{32,64}(?![\w/.-])")
 _HEXCOLOR = re.compile(r"(?<![\w&])#[0-9a-fA-F]{6}\b")
