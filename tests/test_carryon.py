@@ -169,12 +169,14 @@ def test_standing_rules_are_kept_verbatim() -> None:
         'Roast it. "What must I fix before submitting?"',  # a question, quoted: not a rule
         "i dont see it doing any work yet. I don't think we need a Dockerfile.",  # reports, not rules
         "In a.ts, useTools() is defined but never invoked.",
+        "IMPORTANT LIMITS\n\nIMPORTANT:\n- do NOT start the dev server",  # headings, then a rule
         "Don't touch the migrations folder.",
     ]
     assert standing_rules(said) == [
         "Always run the linter before committing.",
         "Use pnpm, not npm.",
         "Reply in German from now on.",
+        "do NOT start the dev server",
         "Don't touch the migrations folder.",
     ]
 

@@ -58,6 +58,13 @@ def sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
+def _is_rule(s: str) -> bool:
+    if _RULE.search(_NOT_RULE.sub("", s)):
+        return True
+    marks = set(_EMPHASIS.findall(s))
+    return bool(marks) and not (marks == {"IMPORTANT"} and len(s.split()) <= 3)  # "IMPORTANT LIMITS"
+
+
 def rules_in(text: str) -> list[str]:
     """The rule sentences of one message of the user's, verbatim."""
     long = len(text) > LONG_MESSAGE
@@ -67,7 +74,7 @@ def rules_in(text: str) -> list[str]:
             continue
         if long and not _EMPHASIS.search(s):
             continue
-        if _RULE.search(_NOT_RULE.sub("", s)) or _EMPHASIS.search(s):
+        if _is_rule(s):
             out.append(s)
         if long and len(out) >= PER_DOCUMENT:
             break
