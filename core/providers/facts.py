@@ -162,15 +162,19 @@ def shell_output(text: str) -> str:
     return _OUTPUT_LABEL.sub("", _RUN_FIELD.sub("", text))
 
 
-# An edit that had nothing to change, a run the user stopped, a call the user turned down, a
-# call of a tool the harness does not have: nothing is left to resolve
+# An edit that had nothing to change, a run the user stopped, a call of a tool the harness does
+# not have: nothing is left to resolve (nor for a call the user turned down: harness.TURNED_DOWN)
 _NOTHING_TO_DO = re.compile(
     r"\bno changes (?:to (?:make|apply)|made|(?:were |are )?(?:necessary|needed|required))"
     r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user)\b"
-    r"|doesn't want to proceed with this tool use"
     r"|^\s*(?:<tool_use_error>)?\W*(?:tool \S+ not found|(?:error: )?no such tool available)",
     re.I,
 )
+
+
+def _nothing_to_do(result: ToolResultPart) -> bool:
+    head = result.text[:500]
+    return harness.TURNED_DOWN in head or bool(_NOTHING_TO_DO.search(head))
 
 
 def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool:
@@ -421,12 +425,7 @@ class Gathering:
                 line = error_text(res)
                 self.facts.errors.pop(f"{tool}: {line}", None)
                 self.facts.errors[f"{tool}: {line}"] = i
-                if (
-                    expected
-                    or said
-                    or _no_match(command, status or "", res)
-                    or _NOTHING_TO_DO.search(res.text[:500])
-                ):
+                if expected or said or _no_match(command, status or "", res) or _nothing_to_do(res):
                     self.facts.settled += 1
                 else:
                     self.failing = [f for f in self.failing if f[0] != keys]

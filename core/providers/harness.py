@@ -101,6 +101,7 @@ BUILTIN_COMMANDS = frozenset(
         "effort",
     ]
 )
+TURNED_DOWN = "doesn't want to proceed"  # Claude Code's result for a call the user turned down
 _REJECTED = re.compile(r"(?:the user said|user provided the following reason[^:]*):\s*(.+)", re.I | re.S)
 
 
@@ -162,7 +163,7 @@ def rejection_words(result: ToolResultPart) -> str | None:
     """What the user said when rejecting a tool call or a plan (Claude Code puts it in the
     tool's result: "…To tell you how to proceed, the user said: …")."""
     text = result.text
-    if "reject" not in text.lower() and "doesn't want to proceed" not in text:
+    if "reject" not in text.lower() and TURNED_DOWN not in text:
         return None
     found = _REJECTED.search(text)
     said = found.group(1).strip() if found else ""
