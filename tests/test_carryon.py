@@ -171,6 +171,11 @@ def test_standing_rules_are_kept_verbatim() -> None:
         "In a.ts, useTools() is defined but never invoked.",
         "IMPORTANT LIMITS\n\nIMPORTANT:\n- do NOT start the dev server",  # headings, then a rule
         "Don't touch the migrations folder.",
+        "ALWAYS VISIBLE:\n- the footer",  # a heading
+        # what only describes: a "don't" after its own subject, a "without" in a negated phrase
+        "Fix events not updating without a server restart. New events do not appear on /events.",
+        "If it fails do not retry. The buttons don't need a border. I don't want a modal.",
+        "Commit it without co-author trailers.",
     ]
     assert standing_rules(said) == [
         "Always run the linter before committing.",
@@ -178,6 +183,10 @@ def test_standing_rules_are_kept_verbatim() -> None:
         "Reply in German from now on.",
         "do NOT start the dev server",
         "Don't touch the migrations folder.",
+        "If it fails do not retry.",
+        "The buttons don't need a border.",
+        "I don't want a modal.",
+        "Commit it without co-author trailers.",
     ]
 
 

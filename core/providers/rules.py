@@ -58,8 +58,37 @@ def sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
+# "don't" and "without" also describe ("New events do not appear", "not updating without a restart"):
+# an instruction's "don't" opens its clause or follows one of these
+_NEGATION = re.compile(r"^(?:do(?:n'?t| not)|dont)\b", re.I)
+_LEAD_IN = frozenset(
+    {"please", "pls", "plz", "and", "but", "so", "then", "also", "just", "ok", "okay", "now"}
+    | {"i", "we", "you", "u", "really", "still", "again", "definitely"}
+)
+_CONDITION = frozenset({"if", "when", "whenever", "once", "after", "before", "unless", "until", "while"})
+_NEEDED = re.compile(r"\s+(?:need|have to|want|require)\b", re.I)
+_NEGATED_BEFORE = re.compile(r"(?:\bnot|n't|\bno)(?:\s+\S+){0,3}\s*$", re.I)
+
+
+def _reports(s: str, m: re.Match[str]) -> bool:
+    """Whether the marker ``m`` only describes: a "don't" after its own subject ("the tests don't
+    pass"; after "please", "we" or at the clause's start it is still an instruction), or a
+    "without" in a negated phrase ("X not updating without a restart")."""
+    before = re.split(r"[,;:—(]", s[: m.start()])[-1].split()
+    if _NEGATION.match(m.group()):
+        if not before or before[-1].lower() in _LEAD_IN or _CONDITION.intersection(w.lower() for w in before):
+            return False  # "please don't", "if it fails do not retry"
+        return not _NEEDED.match(s[m.end() :])  # "the buttons don't need a border" asks all the same
+    if m.group().lower() == "without":
+        return bool(_NEGATED_BEFORE.search(" ".join(before)))
+    return False
+
+
 def _is_rule(s: str) -> bool:
-    if _RULE.search(_NOT_RULE.sub("", s)):
+    if s.endswith(":") and s.isupper() and len(s.split()) <= 3:
+        return False  # a heading ("IMPORTANT:", "ALWAYS VISIBLE:"): the rules under it count on their own
+    plain = _NOT_RULE.sub("", s)
+    if any(not _reports(plain, m) for m in _RULE.finditer(plain)):
         return True
     marks = set(_EMPHASIS.findall(s))
     return bool(marks) and not (marks == {"IMPORTANT"} and len(s.split()) <= 3)  # "IMPORTANT LIMITS"
