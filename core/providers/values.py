@@ -52,12 +52,21 @@ class Value:
     age: int  # index of the message it was last seen in
 
 
+def _template(url: str, after: str) -> bool:
+    """Whether the URL goes on in a placeholder (``https://app-<id>.example.com``,
+    ``https://x/{slug}``, ``/posts/[id]``): cut there it would read as a URL that exists."""
+    return (
+        after == "<" or (after == "}" and "{" in url) or (after == "]" and "[" in url.partition("://")[2][1:])
+    )
+
+
 def _found(text: str, said: bool) -> Iterable[tuple[str, str]]:
     # each pattern is tried only when the words it needs are there: a scan for a word is many
     # times cheaper than a regular expression's, and most texts name no URL, host or branch
     if "://" in text:
         for m in _URL.finditer(text):
-            yield m.group(0).rstrip(_TRAIL), "url"
+            if not _template(m.group(0), text[m.end() : m.end() + 1]):
+                yield m.group(0).rstrip(_TRAIL), "url"
     if "github." in text or "gitlab." in text or "bitbucket." in text:
         for m in _REPO.finditer(text):
             yield m.group(0).rstrip(_TRAIL), "repository"
