@@ -190,6 +190,27 @@ def test_standing_rules_are_kept_verbatim() -> None:
     ]
 
 
+def test_rules_in_other_languages_are_kept_too() -> None:
+    said = [
+        "Bot 排除不要只靠「已知名單」。特别好，分别处理。",  # 别 in 特别 and 分别 is no "don't"
+        "テストは必ず実行してください。",
+        "이 파일은 수정하지 마세요.",
+        "Nunca hagas push a main. Gracias.",
+        "Ne touche pas aux migrations.",
+        "Bitte niemals direkt auf main pushen.",
+        "Jangan ubah file konfigurasi. Terima kasih.",
+    ]
+    assert standing_rules(said) == [
+        "Bot 排除不要只靠「已知名單」。",
+        "テストは必ず実行してください。",
+        "이 파일은 수정하지 마세요.",
+        "Nunca hagas push a main.",
+        "Ne touche pas aux migrations.",
+        "Bitte niemals direkt auf main pushen.",
+        "Jangan ubah file konfigurasi.",
+    ]
+
+
 def test_a_rule_wrapped_over_lines_is_quoted_whole() -> None:
     said = [
         "> Pick up FW-005. Use the API key or documented\n  > optional x402, do not invent secrets,\n"

@@ -12,7 +12,8 @@ import itertools
 import re
 
 _HEADING = re.compile(r"^(?:#{1,6}\s+\S.*|\*\*[^*\n]{1,80}\*\*:?|[A-Z][^\n]{0,60}:)\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+# a sentence ends at a stop and a space; at a Chinese or Japanese full stop, with no space after it
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 
 
 def sections(text: str) -> list[tuple[str, str]]:
@@ -50,7 +51,7 @@ def first_and_last(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     flat = " ".join(text.split())
-    parts = [p for p in _SENTENCE_END.split(flat) if p]
+    parts = [p for p in SENTENCE_END.split(flat) if p]
     if len(parts) < 2:
         return _words(flat, limit)
     head, tail = parts[0], parts[-1]

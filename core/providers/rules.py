@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ctxfold.providers.deliverable import SENTENCE_END
+
 _RULE = re.compile(
     r"\b(?:always|never|don'?t|do not|dont|must(?:n'?t| not)?|should(?:n'?t| not)|shud(?:n'?t| not)|"
     r"no more|stop \w+ing|avoid|make sure|be sure|remember to|from now on|going forward|"
@@ -22,6 +24,20 @@ _RULE = re.compile(
     r"focus on|i will handle|i'll handle|leave (?:the|it)|do(?:n'?t| not) (?:touch|change|modify|use|add|commit|push))",
     re.I,
 )
+# the same in the languages users most often write to a coding agent in; Chinese, Japanese and
+# Korean have no spaces for \b to find, so their words match anywhere
+_RULE_ELSEWHERE = re.compile(
+    r"不要|請勿|请勿|禁止|必須|必须|務必|务必|一定要|千萬|千万|絕不|绝不|永遠不|永远不|總是|总是|始終|始终|"
+    r"記得|记得|確保|确保|避免|不准|不許|不许|不可以|(?<![分特区區类類级級识識辨性告])别|(?<![分特区區类類级級识識辨性告])別|"
+    r"しないで|ないでください|必ず|絶対に|決して|常に|してはいけ|"
+    r"하지\s?마|마세요|반드시|항상|절대|금지|"
+    r"\b(?:siempre|nunca|jamás|asegúrate|evita|en lugar de|no (?:uses|hagas|toques|cambies|borres|agregues)|"
+    r"sempre|nunca|certifique-se|garanta|evite|em vez de|não (?:use|faça|mexa|mude|altere|apague)|"
+    r"toujours|jamais|assure-toi|assurez-vous|évite[rz]?|au lieu de|ne (?:touche|modifie|change|supprime)|"
+    r"immer|niemals|stelle sicher|achte darauf|vermeide|anstatt|statt|keine? \w+ verwenden|"
+    r"jangan|selalu|harus|wajib|pastikan|hindari|tidak boleh)\b",
+    re.I,
+)
 # words that look like a rule and only report: "I don't think…", "is defined but never invoked"
 _NOT_RULE = re.compile(
     r"\b(?:i|we)\s+(?:do not|don'?t|dont)\s+(?:think|see|know|understand|get|remember|believe|mind|care)\b"
@@ -29,7 +45,6 @@ _NOT_RULE = re.compile(
     re.I,
 )
 _EMPHASIS = re.compile(r"\b(?:NEVER|ALWAYS|MUST(?: NOT)?|MANDATORY|DO NOT|DON'T|FORBIDDEN|IMPORTANT)\b")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _QUESTION = re.compile(r"[?？][\s\"'”’»)\]]*$")  # a question, within quote marks or brackets too
 RULE_CHARS = 300  # a longer "sentence" is a paragraph or a paste: not quoted as a rule
 LONG_MESSAGE = 2_000  # past this, a message is a document: only its emphasised rules count
@@ -54,7 +69,8 @@ def _unwrapped(text: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    out = (s.strip().strip(" -*•\t") for s in _SENTENCE.split(_unwrapped(text)) if s)
+    lines = _unwrapped(text).splitlines()
+    out = (s.strip().strip(" -*•\t") for line in lines for s in SENTENCE_END.split(line) if s)
     return [s for s in out if s]
 
 
@@ -88,7 +104,7 @@ def _is_rule(s: str) -> bool:
     if s.endswith(":") and s.isupper() and len(s.split()) <= 3:
         return False  # a heading ("IMPORTANT:", "ALWAYS VISIBLE:"): the rules under it count on their own
     plain = _NOT_RULE.sub("", s)
-    if any(not _reports(plain, m) for m in _RULE.finditer(plain)):
+    if any(not _reports(plain, m) for m in _RULE.finditer(plain)) or _RULE_ELSEWHERE.search(s):
         return True
     marks = set(_EMPHASIS.findall(s))
     return bool(marks) and not (marks == {"IMPORTANT"} and len(s.split()) <= 3)  # "IMPORTANT LIMITS"

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.deliverable import SENTENCE_END
 from ctxfold.providers.facts import shell_command
 from ctxfold.providers.harness import is_synthetic, user_words
 from ctxfold.transcript.model import Message, ToolCallPart
@@ -49,7 +50,6 @@ _ANNOUNCES = re.compile(
 )
 _NOT_A_STEP = re.compile(r"\b(?:let me know|wait|leave|stop|keep (?:it|this|that)|hold off)\b", re.I)
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 @dataclass
@@ -86,7 +86,7 @@ def _question(text: str) -> str | None:
     for p in paragraphs[-3:]:
         if p.startswith("```"):
             continue
-        lines = [s for s in _SENTENCE.split(p) if s.strip()]
+        lines = [s for s in SENTENCE_END.split(p) if s.strip()]
         hits = [
             s
             for s in lines
@@ -110,7 +110,7 @@ def _unfinished(text: str) -> bool:
     tool call followed: the agent stopped before taking it."""
     paragraphs = [p for p in _PARAGRAPH.split(text.strip()) if p.strip()]
     last = paragraphs[-1] if paragraphs else ""
-    said = [s.strip() for line in last.splitlines() for s in _SENTENCE.split(line) if s.strip()]
+    said = [s.strip() for line in last.splitlines() for s in SENTENCE_END.split(line) if s.strip()]
     return any(_ANNOUNCES.search(s) and not _NOT_A_STEP.search(s) for s in said)
 
 
