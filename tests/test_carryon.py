@@ -15,6 +15,7 @@ from conftest import REAL, ROOT
 from ctxfold.compaction.guard import ContextGuard
 from ctxfold.formats.loader import load
 from ctxfold.providers.base import SummaryRequest
+from ctxfold.providers.carry import extract, facts_block
 from ctxfold.providers.deliverable import first_and_last, sections
 from ctxfold.providers.digest import digest
 from ctxfold.providers.facts import gather
@@ -390,6 +391,26 @@ def test_the_last_deliverable_is_whole_or_loses_whole_sections_named() -> None:
     assert "Sections left out for room: “Answers” was not kept here." in tight  # named, and never half kept
     assert "Answer 0" not in tight
     assert [t for t, _ in sections(REVIEW)] == ["Findings", "Answers", "Recommended Shape"]
+
+
+def test_a_deliverable_before_the_newest_request_says_so() -> None:
+    """Quoted under the newest request with nothing said, the answer to an earlier request reads
+    as the answer to this one (seen in a real Claude Code session cut mid-way)."""
+    report = "Fixed the chat panel: it now uses the light theme and a custom input. " * 4
+    done = [_user("Fix the chat panel"), _said(report)]
+    going = [*done, _user("It still hides the user's own video."), _call("c", "Edit", {"file_path": "a.tsx"})]
+    note = "- It answered an earlier request, not the current one (above), which came after it."
+    assert note not in digest(SummaryRequest(done, 2000))
+    text = digest(SummaryRequest(going, 2000))
+    assert f"## Last Deliverable (verbatim)\n{note}\n  Fixed the chat panel" in text
+    prompt = facts_block(extract(SummaryRequest(going, 2000)), 4000)  # what a summarizer model is told
+    assert "The last deliverable (the answer to an earlier request, not to the newest one)" in prompt
+    streamed = Digesting()
+    for m in going:
+        streamed.add(m)
+    assert streamed.assessing.result().earlier_deliverable
+    rolled = digest(SummaryRequest([_user("And the mute button?")], 2000, previous_summary=text))
+    assert rolled.count(note) == 1  # made afresh, not carried as part of the deliverable
 
 
 def test_an_older_long_request_keeps_its_first_and_last_sentences() -> None:

@@ -64,8 +64,11 @@ def facts_block(carry: Carry, deliverable_chars: int) -> str:
         text = carry.deliverable
         if len(text) > deliverable_chars:
             text = text[:deliverable_chars].rsplit("\n", 1)[0] + "\n[… the rest is in the conversation]"
+        earlier = (
+            " (the answer to an earlier request, not to the newest one)" if st.earlier_deliverable else ""
+        )
         lines.append(
-            f'The last deliverable (keep it whole under "## Last Deliverable (verbatim)" if it fits):\n{text}'
+            f'The last deliverable{earlier} (keep it whole under "## Last Deliverable (verbatim)" if it fits):\n{text}'
         )
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ from ctxfold.providers.facts import Facts, gather, recorded_summary
 from ctxfold.providers.lines import (
     CURRENT,
     DELIVERABLE,
+    EARLIER_DELIVERABLE,
     EARLIER_REQUESTS,
     PROTECTED,
     SECTIONS,
@@ -339,6 +340,8 @@ def digest_of(request: SummaryRequest, read: Digested, *, tokenizer: Tokenizer |
         else next((ln.text for ln in previous if ln.group == DELIVERABLE), None)
     )
     if deliverable:
+        if st.earlier_deliverable if st.deliverable else st.request is not None:  # a newer request came
+            lines.append(Line(LAST, "", EARLIER_DELIVERABLE, PROTECTED))
         lines += deliverable_lines(deliverable, T_DELIVERABLE)
     lines += _info_lines(facts)
     lines += [ln for ln in previous if ln.section not in (RULES,) and ln.group not in (CURRENT, DELIVERABLE)]

@@ -19,6 +19,7 @@ CURRENT = "Current user request (verbatim)"
 EARLIER_REQUESTS = "Earlier user requests, oldest first"
 DELIVERABLE = "deliverable"
 EARLIER = "Earlier (previous summary)"
+EARLIER_DELIVERABLE = "It answered an earlier request, not the current one (above), which came after it."
 _CLASSIC = (STATE, INFO, CONTEXT, NEXT)  # sections that say "(nothing recorded)" when empty
 _PLACEHOLDERS = ("(nothing recorded)", "(no todo list recorded)", "(none)")
 _OLD_GROUPS = {  # groups of this digest's earlier layouts, and their place now
@@ -187,7 +188,8 @@ def carried(summary: str | None) -> list[Line]:
         out.append(Line(REQUESTS, CURRENT, request, PROTECTED, block=True))
     text = "\n".join(deliverable).strip()
     if text and not text.startswith("- (nothing recorded)"):
-        body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("- Sections left out for room"))
+        made = ("- Sections left out for room", f"- {EARLIER_DELIVERABLE}")  # made afresh
+        body = "\n".join(ln for ln in text.splitlines() if not ln.startswith(made))
         out.append(Line(LAST, DELIVERABLE, body.strip(), -1, block=True))
     return out
 

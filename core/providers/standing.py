@@ -68,6 +68,15 @@ class Standing:
     def label(self) -> str:
         return LABELS[self.state]
 
+    @property
+    def earlier_deliverable(self) -> bool:
+        """The deliverable answered a request before the newest one, which it is not the answer to."""
+        return (
+            self.deliverable is not None
+            and self.request is not None
+            and self.deliverable[0] < self.request[0]
+        )
+
 
 def _described(call: ToolCallPart) -> str:
     """A call as the next agent needs to see it: its command line when it is a shell call."""
