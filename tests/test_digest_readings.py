@@ -84,12 +84,18 @@ def test_a_url_on_an_ipv6_address_keeps_its_bracket_and_a_log_gives_its_newest_c
     ]
 
 
-def test_a_url_with_a_placeholder_is_no_exact_value() -> None:
+def test_a_url_with_a_placeholder_or_in_bold_is_read_right() -> None:
     # cut where the placeholder starts, it would read as an address that exists
     values = Values()
     values.words("Deploy URL: `https://dash-<TBD>.streamlit.app/`, then https://x.dev/{slug}/edit.", 1)
     values.words("Routes: http://localhost:3000/posts/[id] and [https://example.com/docs].", 2)
-    assert [v.text for v in values.items()] == ["https://example.com/docs", "localhost:3000"]
+    values.words("The app is serving at **http://localhost:3001**.", 3)  # Markdown's bold is no part of it
+    assert [v.text for v in values.items()] == [
+        "https://example.com/docs",
+        "localhost:3000",
+        "http://localhost:3001",
+        "localhost:3001",
+    ]
 
 
 def _result(text: str) -> ToolResultPart:

@@ -40,7 +40,7 @@ _SERVES = re.compile(
 # (str.lower() leaves two of them as they are, and U+0130 is the one letter it lengthens)
 _FOLDS = "\u0130\u0131\u017f\u212a"  # İ ı ſ K
 _SERVES_WORDS = ("listening", "running ", "local:", "server", "ready", "deployed", "available at", "to http")
-_TRAIL = ".,;:!?"
+_TRAIL = ".,;:!?*"  # a sentence's end, or Markdown's bold around a URL (**http://localhost:3000**)
 _HOSTS = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", ".local")
 _BRANCH_WORDS = ("On branch", "Switched to", "checkout -b", "switch -c", "push ")
 
