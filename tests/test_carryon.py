@@ -89,6 +89,9 @@ def test_in_progress_when_a_call_has_no_result_or_the_agent_stopped_before_its_s
     assert (
         assess([_said("Done."), _user("Now deploy it")]).state == IN_PROGRESS
     )  # the request has no answer yet
+    begun = [_user("Fetch the PRs, then the issues"), _said("PRs done — 8738 total. Now fetching issues.")]
+    assert assess(begun).state == IN_PROGRESS  # a step it has begun (a real Claude Code session)
+    assert assess([*begun[:1], _said("All fetched. Now that both are in, nothing is left.")]).state == DONE
 
 
 def test_a_short_answer_to_the_assistants_question_keeps_the_question() -> None:

@@ -45,7 +45,8 @@ _COURTESY = re.compile(
     re.I,
 )
 _ANNOUNCES = re.compile(
-    r"^(?:now,? )?(?:let me|let's|i'll|i will|i'm going to|i am going to|next,? i(?:'ll| will)|now i(?:'ll| will)|going to)\b",
+    r"^(?:now,? )?(?:let me|let's|i'll|i will|i'm going to|i am going to|next,? i(?:'ll| will)|now i(?:'ll| will)|going to)\b"
+    r"|^(?:now|next),? (?!that\b|nothing\b)\w+ing\b",  # "Now fetching issues.": a step it has begun
     re.I,
 )
 _NOT_A_STEP = re.compile(r"\b(?:let me know|wait|leave|stop|keep (?:it|this|that)|hold off)\b", re.I)
