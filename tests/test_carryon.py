@@ -396,6 +396,58 @@ def test_the_last_deliverable_is_whole_or_loses_whole_sections_named() -> None:
     assert [t for t, _ in sections(REVIEW)] == ["Findings", "Answers", "Recommended Shape"]
 
 
+def _notice(task: str, body: str) -> Message:
+    return _user(f"<task-notification>\n<task-id>{task}</task-id>\n{body}\n</task-notification>")
+
+
+def test_background_tasks_still_running_are_named_and_waiting_on_one_is_work_under_way() -> None:
+    """A resumed session is a new process that gets no notice of the old one's background tasks
+    (Claude Code's run_in_background and Monitor): an agent told only "done" would wait for ever."""
+    started = "Command running in background with ID: b1. Output is being written to: /tmp/t/b1.output"
+    messages = [
+        _user("Fetch the PRs and the issues, then build the report"),
+        _call("c1", "Bash", {"command": "python fetch.py", "run_in_background": True}),
+        _result("c1", started),
+        _call("c2", "Bash", {"command": "npm run dev", "run_in_background": True}),
+        _result(
+            "c2", "Command running in background with ID: b2. Output is being written to: /tmp/t/b2.output"
+        ),
+        _call("c3", "BashOutput", {"bash_id": "b2"}),
+        _result("c3", "<status>failed</status>\n\n<stderr>port in use</stderr>"),  # a poll ends b2
+        _call("c4", "Monitor", {"command": "tail -f log | grep DONE"}),
+        _result("c4", "Monitor started (task m1, timeout 900000ms). You will be notified on each event."),
+        _call("c5", "TaskStop", {"task_id": "m1"}),
+        _result("c5", '{"message":"Successfully stopped task: m1"}'),
+        _notice(
+            "m0", '<summary>Monitor event: "Nightly sync"</summary>\n<event>page 3</event>'
+        ),  # began earlier
+        _said("Waiting."),
+    ]
+    st = assess(messages)
+    assert st.state == IN_PROGRESS and st.reason == "the assistant is waiting on a background task it started"
+    assert st.running == [
+        "`python fetch.py` (task b1; output in `/tmp/t/b1.output`)",
+        '"Nightly sync" (task m0)',
+    ]
+    streamed = Digesting()
+    for m in messages:
+        streamed.add(m)
+    assert streamed.assessing.result() == st
+    text = digest(SummaryRequest(messages, 2000))
+    assert "- Still running in the background when the log ends" in text
+    assert "  - `python fetch.py` (task b1; output in `/tmp/t/b1.output`)" in text
+    prompt = facts_block(extract(SummaryRequest(messages, 2000)), 4000)  # what a summarizer model is told
+    assert "Still running in the background when the log ends" in prompt and "(task m0)" in prompt
+    ended = [
+        *messages[:-1],
+        _notice("b1", "<status>completed</status>"),
+        _notice("m0", "<status>killed</status>"),
+    ]
+    assert assess([*ended, _said("Waiting.")]).running == []
+    assert assess([*ended, _said("Waiting.")]).state == DONE  # nothing left to wait on
+    assert assess([*messages[:-1], _said("Waiting for your go-ahead.")]).state == WAITING  # on the user
+
+
 def test_a_deliverable_before_the_newest_request_says_so() -> None:
     """Quoted under the newest request with nothing said, the answer to an earlier request reads
     as the answer to this one (seen in a real Claude Code session cut mid-way)."""

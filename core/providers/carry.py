@@ -50,6 +50,11 @@ def facts_block(carry: Carry, deliverable_chars: int) -> str:
     lines = [f"Where things stand: {st.label} ({st.reason})."]
     if st.state == WAITING and st.question:
         lines.append(f"The question the user has not answered yet: {st.question}")
+    if st.running:
+        lines.append(
+            "Still running in the background when the log ends (say so under Current State: a resumed "
+            "session gets none of their notices): " + "; ".join(st.running)
+        )
     if carry.rules:
         lines.append('The user\'s standing rules (quote each verbatim under "## User Rules (verbatim)"):')
         lines += [f"- {r}" for r in carry.rules]

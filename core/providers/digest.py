@@ -40,6 +40,10 @@ from ctxfold.providers.streamed import Digested
 from ctxfold.providers.todos import current_todos, todos_from_summary
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 
+RUNNING = (
+    "Still running in the background when the log ends (a resumed session gets none of their notices: "
+    "read their output, or run them again)"
+)
 CONTINUES = "the conversation goes on verbatim after this summary; its last messages show where things stand."
 _STOP = frozenset(
     [
@@ -127,6 +131,7 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
             out.append(
                 Line(STATE, "", f"Tool calls with no result yet: {', '.join(st.pending[-5:])}.", PROTECTED)
             )
+    out += [Line(STATE, RUNNING, task, PROTECTED) for task in st.running[-5:]]
     source = _source(request)
     if source:
         out.append(Line(STATE, "", source, PROTECTED))

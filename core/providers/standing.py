@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ctxfold.providers.background import Background
 from ctxfold.providers.calls import inner_calls
 from ctxfold.providers.deliverable import SENTENCE_END
 from ctxfold.providers.facts import shell_command
@@ -36,7 +37,8 @@ REPLY_CHARS = 200  # a newest request this short may only make sense with the qu
 _ASKS = re.compile(
     r"\b(?:want me to|should i|shall i|would you like|do you want|would you prefer|which (?:one|option|of these|approach)"
     r"|let me know (?:which|whether|if you want|if you'd like|when you want|how)|please (?:confirm|choose|pick|approve|review and)"
-    r"|(?:can|could) you (?:confirm|tell me|share|provide|clarify)|your call|call it|approve|go ahead\?|ok to proceed|options?:)",
+    r"|(?:can|could) you (?:confirm|tell me|share|provide|clarify)|your call|call it|approve|go ahead\?|ok to proceed|options?:"
+    r"|waiting (?:for|on) (?:you|your)\b)",
     re.I,
 )
 _COURTESY = re.compile(
@@ -51,6 +53,9 @@ _ANNOUNCES = re.compile(
 )
 _NOT_A_STEP = re.compile(r"\b(?:let me know|wait|leave|stop|keep (?:it|this|that)|hold off)\b", re.I)
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_WAITS = re.compile(
+    r"^(?:still )?waiting\b(?![^\n]*\b(?:you|your)\b)", re.I
+)  # not "waiting for your go-ahead"
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Standing:
     pending: list[str] = field(default_factory=list)  # tool calls with no result
     tail_start: int | None = None  # in progress: where the exchange under way starts
     answers: str | None = None  # in progress: the question a short newest request ("yes please") answers
+    running: list[str] = field(default_factory=list)  # background tasks no notice has ended
 
     @property
     def label(self) -> str:
@@ -124,6 +130,16 @@ def _unfinished(text: str) -> bool:
     return any(_ANNOUNCES.search(s) and not _NOT_A_STEP.search(s) for s in said)
 
 
+def stopped_short(text: str, running: bool) -> str | None:
+    """Why the assistant's last message ``text`` leaves its work under way, if it does: it
+    announces a step it has not taken, or it waits on a background task still ``running``."""
+    if _unfinished(text):
+        return "the assistant's last message announces a step it has not taken"
+    if running and _WAITS.match(text.strip().split("\n\n")[-1].strip()):
+        return "the assistant is waiting on a background task it started"
+    return None
+
+
 def _turn_final(messages: Sequence[Message], i: int) -> bool:
     """No tool call in message ``i`` and none after it before the next request."""
     if messages[i].tool_calls and not any(_key(c.name) in FINISH_TOOLS for c in messages[i].tool_calls):
@@ -155,7 +171,13 @@ def assess(messages: Sequence[Message]) -> Standing:
     last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
     results_after = any(m.tool_results for i, m in main if i > last_act)
     finished = any(_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
-    s = Standing(DONE, "", request=request, reply=reply, deliverable=deliverable, pending=pending)
+    background = Background()
+    for _, m in main:
+        background.add(m)
+    running = [t.describe() for t in background.result()]
+    s = Standing(
+        DONE, "", request=request, reply=reply, deliverable=deliverable, pending=pending, running=running
+    )
     if request is not None and request[0] > last_act:
         s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
         s.answers = answered_question(request[1], reply)
@@ -181,8 +203,9 @@ def assess(messages: Sequence[Message]) -> Standing:
     if question:
         s.state, s.reason, s.question = WAITING, "the assistant's last message asks the user", question
         return s
-    if _unfinished(reply[1]):
-        s.state, s.reason = IN_PROGRESS, "the assistant's last message announces a step it has not taken"
+    short = stopped_short(reply[1], bool(s.running))
+    if short:
+        s.state, s.reason = IN_PROGRESS, short
         s.tail_start = _exchange_start(messages, start, reply[0])
         return s
     s.reason = "the assistant's last message delivers and asks nothing"

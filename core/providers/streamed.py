@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxfold.providers.background import Background
 from ctxfold.providers.calls import inner_calls
 from ctxfold.providers.facts import Facts, Gathering
 from ctxfold.providers.harness import is_synthetic, user_words
@@ -28,6 +29,7 @@ from ctxfold.providers.standing import (
     _question,
     _unfinished,
     answered_question,
+    stopped_short,
 )
 from ctxfold.providers.todos import TODO_TOOLS, Todo, _reminder, _Tasks, apply_call
 from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
@@ -59,6 +61,7 @@ class Assessing:
         self.finished = False  # ... and one of them is a finishing tool
         self.last_results = -1  # the last main message holding tool results
         self.speakers: list[int] = []  # assistant messages with words, after the newest request
+        self.background = Background()
 
     def add(self, i: int, m: Message, words: str | None = None) -> None:
         """Read message ``i``; ``words``: its :func:`user_words`, when the caller has them."""
@@ -73,6 +76,7 @@ class Assessing:
             self.speakers.append(i)
         if m.branch is not None:
             return
+        self.background.add(m)
         if words:
             self.request = (i, words)
             self.speakers = [j for j in self.speakers if j > i]
@@ -106,7 +110,16 @@ class Assessing:
         deliverable = self.open or self.deliverable  # the end of the conversation ends its turn
         pending = [_described(c) for _, c in self.unanswered.values()]
         request, last_act = self.request, self.last_act
-        s = Standing(DONE, "", request=request, reply=self.reply, deliverable=deliverable, pending=pending)
+        running = [t.describe() for t in self.background.result()]
+        s = Standing(
+            DONE,
+            "",
+            request=request,
+            reply=self.reply,
+            deliverable=deliverable,
+            pending=pending,
+            running=running,
+        )
         if request is not None and request[0] > last_act:
             s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
             s.answers = answered_question(request[1], self.reply)
@@ -130,8 +143,9 @@ class Assessing:
         if question:
             s.state, s.reason, s.question = WAITING, "the assistant's last message asks the user", question
             return s
-        if _unfinished(self.reply[1]):
-            s.state, s.reason = IN_PROGRESS, "the assistant's last message announces a step it has not taken"
+        short = stopped_short(self.reply[1], bool(running))
+        if short:
+            s.state, s.reason = IN_PROGRESS, short
             s.tail_start = self._exchange_start(start, self.reply[0])
             return s
         s.reason = "the assistant's last message delivers and asks nothing"
