@@ -438,6 +438,9 @@ def test_background_tasks_still_running_are_named_and_waiting_on_one_is_work_und
     assert "  - `python fetch.py` (task b1; output in `/tmp/t/b1.output`)" in text
     prompt = facts_block(extract(SummaryRequest(messages, 2000)), 4000)  # what a summarizer model is told
     assert "Still running in the background when the log ends" in prompt and "(task m0)" in prompt
+    note = continuation_message("Fetch the PRs and the issues, then build the report", st)
+    assert "this session gets none of its notices, so read its output" in note.text
+    assert continued_request(note) == "Fetch the PRs and the issues, then build the report"
     ended = [
         *messages[:-1],
         _notice("b1", "<status>completed</status>"),

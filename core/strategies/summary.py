@@ -39,6 +39,12 @@ def summary_message(text: str) -> Message:
     )
 
 
+_BACKGROUND = (
+    " A background task it started was still running (the summary names it): this session gets none of its "
+    "notices, so read its output rather than wait for one."
+)
+
+
 def continuation_message(
     user_request: str | None, standing: Standing | None = None, *, tail: bool = False
 ) -> Message:
@@ -63,6 +69,7 @@ def continuation_message(
         )
     elif quoted:
         below = " The step under way is kept verbatim after this note." if tail else ""
+        below = _BACKGROUND + below if standing is not None and standing.running else below
         if standing is not None and standing.answers:  # "yes please" means nothing alone
             asked = clip(" ".join(standing.answers.split()), QUOTE_CHARS)
             below = f" It answers the assistant's question: `{asked}`.{below}"
@@ -71,7 +78,8 @@ def continuation_message(
             f"anything.{below}]"
         )
     else:
-        text = f"{head} Continue working without asking the user to repeat anything.]"
+        more = _BACKGROUND if standing is not None and standing.running else ""
+        text = f"{head} Continue working without asking the user to repeat anything.{more}]"
     return Message("user", (TextPart(text),), extra={"ctxfold": "continuation"})
 
 
