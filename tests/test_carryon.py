@@ -89,6 +89,21 @@ def test_in_progress_when_a_call_has_no_result_or_the_agent_stopped_before_its_s
     assert (
         assess([_said("Done."), _user("Now deploy it")]).state == IN_PROGRESS
     )  # the request has no answer yet
+    # Codex marks what it says between tool calls as commentary: never the turn's answer
+    note = (
+        "I exported the proof file to D:/r/session.jsonl. That is useful only if the form asks for it. " * 3
+    )
+    codex = [_user("Fill in the grant form"), _said(note, phase="commentary")]
+    assert assess(codex).state == IN_PROGRESS and assess(codex).deliverable is None
+    answered = assess([*codex, _said(note, phase="final_answer")])
+    assert answered.state == DONE and answered.deliverable is not None
+    streamed = Digesting()
+    for m in codex:
+        streamed.add(m)
+    assert streamed.assessing.result() == assess(codex)
+    head = digest(SummaryRequest(codex, 2000, continues=True))  # a sliding window's head: not a deliverable
+    assert "- The assistant's last words before the messages kept verbatim:\n  I exported" in head
+    assert "## Last Deliverable" not in head
     begun = [_user("Fetch the PRs, then the issues"), _said("PRs done — 8738 total. Now fetching issues.")]
     assert assess(begun).state == IN_PROGRESS  # a step it has begun (a real Claude Code session)
     assert assess([*begun[:1], _said("All fetched. Now that both are in, nothing is left.")]).state == DONE

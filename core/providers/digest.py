@@ -44,6 +44,7 @@ RUNNING = (
     "Still running in the background when the log ends (a resumed session gets none of their notices: "
     "read their output, or run them again)"
 )
+LAST_WORDS = "The assistant's last words before the messages kept verbatim"
 CONTINUES = "the conversation goes on verbatim after this summary; its last messages show where things stand."
 _STOP = frozenset(
     [
@@ -90,8 +91,9 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
         out = [Line(STATE, "", f"**Where things stand: {CONTINUES}**", PROTECTED)]
     else:
         out = [Line(STATE, "", f"**Where things stand: {st.label}.** ({st.reason})", PROTECTED)]
-    if request.continues:
-        pass
+    if request.continues:  # what the assistant said last before the kept messages take over
+        if st.reply and (st.deliverable is None or st.deliverable[0] != st.reply[0]):
+            out.append(Line(STATE, LAST_WORDS, clip(st.reply[1], 600), PROTECTED - 1, block=True))
     elif st.state == WAITING and st.question:
         out.append(
             Line(

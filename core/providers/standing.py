@@ -130,9 +130,18 @@ def _unfinished(text: str) -> bool:
     return any(_ANNOUNCES.search(s) and not _NOT_A_STEP.search(s) for s in said)
 
 
-def stopped_short(text: str, running: bool) -> str | None:
-    """Why the assistant's last message ``text`` leaves its work under way, if it does: it
-    announces a step it has not taken, or it waits on a background task still ``running``."""
+def progress_note(m: Message) -> bool:
+    """Codex marks the words an agent says between its tool calls (``phase: commentary``) apart
+    from its answer (``final_answer``): a note is never the turn's last word."""
+    return bool(m.extra) and m.extra.get("phase") == "commentary"
+
+
+def stopped_short(text: str, running: bool, note: bool = False) -> str | None:
+    """Why the assistant's last message ``text`` leaves its work under way, if it does: it is a
+    progress ``note``, it announces a step it has not taken, or it waits on a background task
+    still ``running``."""
+    if note:
+        return "the assistant's last message is a progress note between steps, not its answer"
     if _unfinished(text):
         return "the assistant's last message announces a step it has not taken"
     if running and _WAITS.match(text.strip().split("\n\n")[-1].strip()):
@@ -162,7 +171,10 @@ def assess(messages: Sequence[Message]) -> Standing:
         (
             (i, m.text.strip())
             for i, m in reversed(own)
-            if len(m.text.strip()) >= SUBSTANTIAL and _turn_final(messages, i) and not _unfinished(m.text)
+            if len(m.text.strip()) >= SUBSTANTIAL
+            and _turn_final(messages, i)
+            and not _unfinished(m.text)
+            and not progress_note(m)
         ),
         None,
     )
@@ -203,7 +215,7 @@ def assess(messages: Sequence[Message]) -> Standing:
     if question:
         s.state, s.reason, s.question = WAITING, "the assistant's last message asks the user", question
         return s
-    short = stopped_short(reply[1], bool(s.running))
+    short = stopped_short(reply[1], bool(s.running), progress_note(messages[reply[0]]))
     if short:
         s.state, s.reason = IN_PROGRESS, short
         s.tail_start = _exchange_start(messages, start, reply[0])

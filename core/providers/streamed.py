@@ -29,6 +29,7 @@ from ctxfold.providers.standing import (
     _question,
     _unfinished,
     answered_question,
+    progress_note,
     stopped_short,
 )
 from ctxfold.providers.todos import TODO_TOOLS, Todo, _reminder, _Tasks, apply_call
@@ -62,6 +63,7 @@ class Assessing:
         self.last_results = -1  # the last main message holding tool results
         self.speakers: list[int] = []  # assistant messages with words, after the newest request
         self.background = Background()
+        self.reply_note = False  # the reply is a progress note (progress_note)
 
     def add(self, i: int, m: Message, words: str | None = None) -> None:
         """Read message ``i``; ``words``: its :func:`user_words`, when the caller has them."""
@@ -93,7 +95,7 @@ class Assessing:
     def _own(self, i: int, m: Message, text: str) -> None:
         calls = m.tool_calls
         if text:
-            self.reply = (i, text)
+            self.reply, self.reply_note = (i, text), progress_note(m)
         if calls or text:
             self.last_act, self.act_calls = i, bool(calls)
             self.finished = any(_key(c.name) in FINISH_TOOLS for c in calls)
@@ -103,7 +105,7 @@ class Assessing:
                 self.by_id.setdefault(c.id, []).append(self.calls_seen)
                 self.calls_seen += 1
         ends_turn = not calls or any(_key(c.name) in FINISH_TOOLS for c in calls)
-        if len(text) >= SUBSTANTIAL and ends_turn and not _unfinished(m.text):
+        if len(text) >= SUBSTANTIAL and ends_turn and not _unfinished(m.text) and not progress_note(m):
             self.open = (i, text)
 
     def result(self) -> Standing:
@@ -143,7 +145,7 @@ class Assessing:
         if question:
             s.state, s.reason, s.question = WAITING, "the assistant's last message asks the user", question
             return s
-        short = stopped_short(self.reply[1], bool(running))
+        short = stopped_short(self.reply[1], bool(running), self.reply_note)
         if short:
             s.state, s.reason = IN_PROGRESS, short
             s.tail_start = self._exchange_start(start, self.reply[0])
