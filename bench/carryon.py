@@ -53,7 +53,7 @@ STRATEGIES = ("summary", "sliding-window", "mask-observations")
 REAL_FOLDERS = ("claude-code", "codex", "pi", "litellm", "openhands", "gemini-cli")
 FILL = 0.85  # the request's share of the window when compaction runs
 _HARNESS_TAGS = re.compile(r"<(ide_opened_file|system-reminder|ide_selection)>.*?</\1>", re.S)
-_STATE = re.compile(r"where things stand:\W*(waiting|in progress|done)", re.I)
+_STATE = re.compile(r"where things stand:\W*(waiting|in progress|done|stopped)", re.I)
 
 
 def norm(text: str) -> str:

@@ -5,8 +5,9 @@ recording tool made), never fitted to what the summarizer happens to produce. Fo
 
 - ``state``: where things stand at the end: ``waiting`` (the last assistant message asked the
   user a question, offered options or asked for approval), ``in_progress`` (a step was under
-  way, or the user's last request was not answered yet) or ``done`` (the work asked for was
-  delivered and nothing is pending);
+  way, or the user's last request was not answered yet), ``done`` (the work asked for was
+  delivered and nothing is pending) or ``stopped`` (the session ends with the user stopping
+  the assistant mid-answer; none of the labelled sessions does);
 - ``question``: for ``waiting``, words of the question the user must be asked again;
 - ``next``: words naming the next step (``in_progress``), else None;
 - ``requests``: a distinctive snippet of each request the user typed since the last compaction,

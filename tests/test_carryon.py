@@ -22,7 +22,7 @@ from ctxfold.providers.facts import gather
 from ctxfold.providers.harness import user_words
 from ctxfold.providers.rules import standing_rules
 from ctxfold.providers.shellfiles import shell_files
-from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, assess
+from ctxfold.providers.standing import DONE, IN_PROGRESS, STOPPED, WAITING, assess
 from ctxfold.providers.streamed import Digesting
 from ctxfold.strategies.summary import continuation_message, continued_request
 from ctxfold.tokens.tokenizers import get_tokenizer
@@ -464,6 +464,38 @@ def test_background_tasks_still_running_are_named_and_waiting_on_one_is_work_und
     assert assess([*ended, _said("Waiting.")]).running == []
     assert assess([*ended, _said("Waiting.")]).state == DONE  # nothing left to wait on
     assert assess([*messages[:-1], _said("Waiting for your go-ahead.")]).state == WAITING  # on the user
+
+
+def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:
+    """The user pressed Esc (Claude Code's note after it, pi's aborted response): the next agent
+    waits for their word, as the harness's own model does, rather than finish the stopped work or
+    call it delivered (a real pi session: a cut-off "Excellent! The new architecture" read as done)."""
+    cut = Message(
+        "assistant",
+        (TextPart("Excellent! The new architecture"),),
+        extra={"message": {"stopReason": "aborted"}},
+    )
+    pi = [_user("Refactor the TUI onto AgentSession"), cut]
+    claude = [_user("Run the migration"), _call("c1", "Bash", {"command": "make migrate"})]
+    claude += [
+        _result("c1", "Interrupted by user", error=True),
+        _user("[Request interrupted by user for tool use]"),
+    ]
+    for messages in (pi, claude, [*pi, _result("x", "aborted")]):
+        st = assess(messages)
+        assert st.state == STOPPED and st.deliverable is None
+        streamed = Digesting()
+        for m in messages:
+            streamed.add(m)
+        assert streamed.assessing.result() == st
+    text = digest(SummaryRequest(pi, 2000))
+    assert "**Where things stand: stopped by the user.**" in text
+    assert "The assistant's last words before the user stopped it:\n  Excellent! The new architecture" in text
+    assert "wait for their next message, which says how to go on" in text
+    note = continuation_message("Refactor the TUI onto AgentSession", assess(pi))
+    assert "was stopped by the user before the assistant finished. Do not resume it on your own" in note.text
+    assert continued_request(note) == "Refactor the TUI onto AgentSession"
+    assert assess([*pi, _user("ok go on, but keep the old file")]).state == IN_PROGRESS  # their word came
 
 
 def test_a_deliverable_before_the_newest_request_says_so() -> None:

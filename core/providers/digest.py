@@ -35,7 +35,7 @@ from ctxfold.providers.lines import (
 )
 from ctxfold.providers.render import clip
 from ctxfold.providers.rules import standing_rules
-from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, Standing, assess
+from ctxfold.providers.standing import DONE, IN_PROGRESS, STOPPED, WAITING, Standing, assess
 from ctxfold.providers.streamed import Digested
 from ctxfold.providers.todos import current_todos, todos_from_summary
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
@@ -108,6 +108,14 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
         out.append(
             Line(STATE, "The assistant's last message", clip(st.reply[1], 600), PROTECTED - 1, block=True)
         )
+    elif st.state == STOPPED:
+        if st.reply and (st.request is None or st.reply[0] > st.request[0]):
+            said = "The assistant's last words before the user stopped it"
+            out.append(Line(STATE, said, clip(st.reply[1], 600), PROTECTED - 1, block=True))
+        if st.pending:
+            out.append(
+                Line(STATE, "", f"Tool calls it did not make: {', '.join(st.pending[-5:])}.", PROTECTED)
+            )
     elif st.state == IN_PROGRESS:
         if st.answers:
             out.append(
@@ -282,6 +290,16 @@ def _next_steps(
                 NEXT,
                 "",
                 "Nothing is pending: wait for the user's next request. Do not redo or extend the delivered work.",
+                PROTECTED,
+            )
+        )
+    elif st.state == STOPPED:
+        out.append(
+            Line(
+                NEXT,
+                "",
+                "The user stopped the assistant before it finished: wait for their next message, which says how to "
+                "go on. Do not resume the stopped work on your own.",
                 PROTECTED,
             )
         )

@@ -29,8 +29,15 @@ from ctxfold.providers.facts import shell_command
 from ctxfold.providers.harness import is_synthetic, user_words
 from ctxfold.transcript.model import Message, ToolCallPart
 
-WAITING, IN_PROGRESS, DONE = "waiting", "in_progress", "done"
-LABELS = {WAITING: "waiting for the user", IN_PROGRESS: "in progress", DONE: "done"}
+WAITING, IN_PROGRESS, DONE, STOPPED = "waiting", "in_progress", "done", "stopped"
+LABELS = {
+    WAITING: "waiting for the user",
+    IN_PROGRESS: "in progress",
+    DONE: "done",
+    STOPPED: "stopped by the user",
+}
+STOPPED_REASON = "the user stopped the assistant before it finished"
+_INTERRUPT_NOTE = "[Request interrupted by user"  # Claude Code's, after the user pressed Esc
 FINISH_TOOLS = frozenset({"finish", "attemptcompletion", "taskcomplete", "complete", "submit", "done"})
 SUBSTANTIAL = 200  # characters: a deliverable, not a one-line acknowledgement
 REPLY_CHARS = 200  # a newest request this short may only make sense with the question it answers
@@ -136,6 +143,26 @@ def progress_note(m: Message) -> bool:
     return bool(m.extra) and m.extra.get("phase") == "commentary"
 
 
+def aborted(m: Message) -> bool:
+    """A response the user stopped as it streamed (pi's ``stopReason: aborted``): cut off, never
+    a deliverable."""
+    if m.role != "assistant" or not m.extra:
+        return False
+    record = m.extra.get("message")
+    return isinstance(record, dict) and record.get("stopReason") == "aborted"
+
+
+def stops(m: Message, before: bool) -> bool:
+    """Whether the conversation up to ``m`` ends with the user stopping the assistant (Claude
+    Code's interruption note, pi's aborted response; tool results written after it keep it so),
+    given ``before``, what this said of the conversation up to the message before."""
+    if m.role == "user":
+        return m.text.lstrip().startswith(_INTERRUPT_NOTE)
+    if m.role == "assistant":
+        return aborted(m)
+    return before and bool(m.tool_results)
+
+
 def stopped_short(text: str, running: bool, note: bool = False) -> str | None:
     """Why the assistant's last message ``text`` leaves its work under way, if it does: it is a
     progress ``note``, it announces a step it has not taken, or it waits on a background task
@@ -175,6 +202,7 @@ def assess(messages: Sequence[Message]) -> Standing:
             and _turn_final(messages, i)
             and not _unfinished(m.text)
             and not progress_note(m)
+            and not aborted(m)
         ),
         None,
     )
@@ -183,13 +211,17 @@ def assess(messages: Sequence[Message]) -> Standing:
     last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
     results_after = any(m.tool_results for i, m in main if i > last_act)
     finished = any(_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
-    background = Background()
+    background, stopped = Background(), False
     for _, m in main:
         background.add(m)
+        stopped = stops(m, stopped)
     running = [t.describe() for t in background.result()]
     s = Standing(
         DONE, "", request=request, reply=reply, deliverable=deliverable, pending=pending, running=running
     )
+    if stopped:
+        s.state, s.reason = STOPPED, STOPPED_REASON
+        return s
     if request is not None and request[0] > last_act:
         s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
         s.answers = answered_question(request[1], reply)

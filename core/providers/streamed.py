@@ -21,6 +21,8 @@ from ctxfold.providers.standing import (
     DONE,
     FINISH_TOOLS,
     IN_PROGRESS,
+    STOPPED,
+    STOPPED_REASON,
     SUBSTANTIAL,
     WAITING,
     Standing,
@@ -28,9 +30,11 @@ from ctxfold.providers.standing import (
     _key,
     _question,
     _unfinished,
+    aborted,
     answered_question,
     progress_note,
     stopped_short,
+    stops,
 )
 from ctxfold.providers.todos import TODO_TOOLS, Todo, _reminder, _Tasks, apply_call
 from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
@@ -64,6 +68,7 @@ class Assessing:
         self.speakers: list[int] = []  # assistant messages with words, after the newest request
         self.background = Background()
         self.reply_note = False  # the reply is a progress note (progress_note)
+        self.stopped = False  # the conversation so far ends with the user stopping the assistant
 
     def add(self, i: int, m: Message, words: str | None = None) -> None:
         """Read message ``i``; ``words``: its :func:`user_words`, when the caller has them."""
@@ -79,6 +84,7 @@ class Assessing:
         if m.branch is not None:
             return
         self.background.add(m)
+        self.stopped = stops(m, self.stopped)
         if words:
             self.request = (i, words)
             self.speakers = [j for j in self.speakers if j > i]
@@ -105,7 +111,8 @@ class Assessing:
                 self.by_id.setdefault(c.id, []).append(self.calls_seen)
                 self.calls_seen += 1
         ends_turn = not calls or any(_key(c.name) in FINISH_TOOLS for c in calls)
-        if len(text) >= SUBSTANTIAL and ends_turn and not _unfinished(m.text) and not progress_note(m):
+        ends_turn = ends_turn and not progress_note(m) and not aborted(m)
+        if len(text) >= SUBSTANTIAL and ends_turn and not _unfinished(m.text):
             self.open = (i, text)
 
     def result(self) -> Standing:
@@ -122,6 +129,9 @@ class Assessing:
             pending=pending,
             running=running,
         )
+        if self.stopped:
+            s.state, s.reason = STOPPED, STOPPED_REASON
+            return s
         if request is not None and request[0] > last_act:
             s.state, s.reason = IN_PROGRESS, "the user's newest request has no answer yet"
             s.answers = answered_question(request[1], self.reply)

@@ -17,7 +17,7 @@ from ctxfold.providers.base import Summarizer, SummaryRequest, SummaryResult
 from ctxfold.providers.facts import CONTINUATION_OPEN, SUMMARY_CLOSE, SUMMARY_OPEN, request_text
 from ctxfold.providers.offline import answering_digest
 from ctxfold.providers.render import clip
-from ctxfold.providers.standing import DONE, IN_PROGRESS, WAITING, Standing, assess
+from ctxfold.providers.standing import DONE, IN_PROGRESS, STOPPED, WAITING, Standing, assess
 from ctxfold.providers.streamed import Unknowable
 from ctxfold.strategies.base import StrategyInput, StrategyOutput
 from ctxfold.tokens.counting import Counter
@@ -50,7 +50,8 @@ def continuation_message(
 ) -> Message:
     """What the next agent is told to do, matching where things stand: carry on with the request
     (in progress), put the open question to the user again and wait (waiting), or wait for a new
-    request (done); never "continue" finished work."""
+    request (done) or for the word of a user who stopped it (stopped); never "continue" finished
+    or stopped work."""
     head = f"{CONTINUATION_OPEN} because it exceeded the context window. The summary above contains all prior context."
     state = standing.state if standing is not None else IN_PROGRESS
     quoted = clip(user_request, QUOTE_CHARS) if user_request else None
@@ -60,6 +61,12 @@ def continuation_message(
         text = (
             f"{head}{said} asked the user a question they have not answered yet: `{asked}`. Put this question "
             "to the user again and wait for their answer; do not choose for them or carry on before they reply.]"
+        )
+    elif state == STOPPED:
+        said = f" {_LAST_OPEN}{quoted}{_DONE_CLOSE}" if quoted else " The work"
+        text = (
+            f"{head}{said} was stopped by the user before the assistant finished. Do not resume it on your own: "
+            "wait for the user's next message, which says how to go on.]"
         )
     elif state == DONE:
         said = f" {_LAST_OPEN}{quoted}{_DONE_CLOSE}" if quoted else " The work"
