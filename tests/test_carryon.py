@@ -481,7 +481,11 @@ def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:
         _result("c1", "Interrupted by user", error=True),
         _user("[Request interrupted by user for tool use]"),
     ]
-    for messages in (pi, claude, [*pi, _result("x", "aborted")]):
+    codex = [
+        _user("Run the suite"),
+        Message("system", (TextPart("<turn_aborted>\nThe previous turn was interrupted"),)),
+    ]
+    for messages in (pi, claude, codex, [*pi, _result("x", "aborted")]):
         st = assess(messages)
         assert st.state == STOPPED and st.deliverable is None
         streamed = Digesting()

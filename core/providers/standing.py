@@ -37,7 +37,7 @@ LABELS = {
     STOPPED: "stopped by the user",
 }
 STOPPED_REASON = "the user stopped the assistant before it finished"
-_INTERRUPT_NOTE = "[Request interrupted by user"  # Claude Code's, after the user pressed Esc
+_INTERRUPT_NOTES = ("[Request interrupted by user", "<turn_aborted>")  # Claude Code's, Codex's: Esc pressed
 FINISH_TOOLS = frozenset({"finish", "attemptcompletion", "taskcomplete", "complete", "submit", "done"})
 SUBSTANTIAL = 200  # characters: a deliverable, not a one-line acknowledgement
 REPLY_CHARS = 200  # a newest request this short may only make sense with the question it answers
@@ -154,10 +154,11 @@ def aborted(m: Message) -> bool:
 
 def stops(m: Message, before: bool) -> bool:
     """Whether the conversation up to ``m`` ends with the user stopping the assistant (Claude
-    Code's interruption note, pi's aborted response; tool results written after it keep it so),
-    given ``before``, what this said of the conversation up to the message before."""
-    if m.role == "user":
-        return m.text.lstrip().startswith(_INTERRUPT_NOTE)
+    Code's interruption note, Codex's ``<turn_aborted>`` developer message, pi's aborted
+    response; tool results and harness text written after it keep it so), given ``before``, what
+    this said of the conversation up to the message before."""
+    if m.role in ("user", "system"):
+        return m.text.lstrip().startswith(_INTERRUPT_NOTES) or (before and not user_words(m))
     if m.role == "assistant":
         return aborted(m)
     return before and bool(m.tool_results)
