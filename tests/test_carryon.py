@@ -355,7 +355,7 @@ def test_a_file_written_by_the_shell_is_not_reading() -> None:
 
 def test_failures_that_leave_nothing_to_do_are_not_open() -> None:
     """An edit with nothing to change, a run the user stopped, a call turned down, a tool the
-    harness does not have."""
+    harness does not have or arguments it does not take, a call its policy refused."""
     no_op = (
         "A secondary check by an LLM determined that no changes were necessary to fulfill the instruction."
     )
@@ -373,17 +373,35 @@ def test_failures_that_leave_nothing_to_do_are_not_open() -> None:
         _result(
             "w", "The user doesn't want to proceed with this tool use. The tool use was rejected.", error=True
         ),
+        _call("v", "EnterPlanMode", {"x": 1}),
+        _result("v", "<tool_use_error>InputValidationError: EnterPlanMode failed", error=True),
+        _call("g", "replace", {"file_path": "b.tsx", "old_string": "a", "new_string": "b"}),
+        _result(
+            "g",
+            "Tool execution denied by policy. You are in Plan Mode and cannot modify source code.",
+            error=True,
+        ),
+        _call("c", "replace", {"file_path": "c.tsx", "old_string": "a", "new_string": "b"}),
+        _result("c", "[Operation Cancelled] Reason: Operation cancelled", error=True),
         _call("t", "bash", {"command": "npm test"}),
         _result("t", "FAIL src/a.test.ts\nExit code 1", error=True),
     ]
     facts = gather(messages)
-    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 5
+    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 8
     # the words count only at the head of the result: a log that quotes them is still a failure
     quoted = "FAIL src/b.test.ts\n" + "x\n" * 400 + "no changes were necessary\nExit code 1"
     facts = gather(
         [_user("Test"), _call("u", "bash", {"command": "npm test"}), _result("u", quoted, error=True)]
     )
     assert len(facts.open_errors) == 1
+
+
+def test_one_error_tried_three_ways_is_open_once() -> None:
+    cd = "/bin/sh: 1: cd: can't cd to /w/build/build_release\nExit code 2"
+    messages = [_user("Build it")]
+    for k, cmd in enumerate(["make", "rm -rf build && make", "cmake . && make"]):
+        messages += [_call(f"m{k}", "bash", {"command": cmd}), _result(f"m{k}", cd, error=True)]
+    assert [what for _, what, _ in gather(messages).open_errors] == ["cmake . && make"]
 
 
 # ----------------------------------------------------------- the last deliverable

@@ -163,11 +163,14 @@ def shell_output(text: str) -> str:
 
 
 # An edit that had nothing to change, a run the user stopped, a call of a tool the harness does
-# not have: nothing is left to resolve (nor for a call the user turned down: harness.TURNED_DOWN)
+# not have or with arguments it does not take, a call its policy refused (Gemini CLI's plan
+# mode): nothing is left to resolve in the project (nor for a call the user turned down:
+# harness.TURNED_DOWN)
 _NOTHING_TO_DO = re.compile(
     r"\bno changes (?:to (?:make|apply)|made|(?:were |are )?(?:necessary|needed|required))"
-    r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user)\b"
-    r"|^\s*(?:<tool_use_error>)?\W*(?:tool \S+ not found|(?:error: )?no such tool available)",
+    r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user|operation cancelled\])"
+    r"|^\s*(?:<tool_use_error>)?\W*(?:tool \S+ not found|(?:error: )?no such tool available"
+    r"|inputvalidationerror\b|validation failed for tool\b|tool execution denied by policy\b)",
     re.I,
 )
 
@@ -427,8 +430,8 @@ class Gathering:
                 self.facts.errors[f"{tool}: {line}"] = i
                 if expected or said or _no_match(command, status or "", res) or _nothing_to_do(res):
                     self.facts.settled += 1
-                else:
-                    self.failing = [f for f in self.failing if f[0] != keys]
+                else:  # the newest of the same commands, or of the same error (tried three ways)
+                    self.failing = [f for f in self.failing if f[0] != keys and f[1][2] != line]
                     self.failing.append((keys, (i, command or f"{tool} {' '.join(paths)}".strip(), line)))
             else:
                 still = [f for f in self.failing if not _settles(f[0], keys)]
