@@ -13,10 +13,11 @@ import shlex
 
 import pytest
 
-from ctxfold.providers.facts import failed
+from ctxfold.providers.facts import failed, gather
 from ctxfold.providers.shellfiles import _words
+from ctxfold.providers.standing import assess
 from ctxfold.providers.values import _FOLDS, Values
-from ctxfold.transcript.model import TextPart, ToolResultPart
+from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 
 def _shlex_or_words(text: str) -> list[str]:
@@ -96,6 +97,24 @@ def test_a_url_with_a_placeholder_or_in_bold_is_read_right() -> None:
         "http://localhost:3001",
         "localhost:3001",
     ]
+
+
+def test_a_powershell_command_keeps_its_backslashes() -> None:
+    """Codex on Windows runs PowerShell, where a backslash separates folders: read as POSIX
+    words, `app\\page.tsx` was listed as `apppage.tsx` (a real Codex session)."""
+    on_windows = {"workdir": "C:\\Users\\Y\\site"}
+    read = ToolCallPart("r", "shell_command", {"command": "Get-Content app\\events\\page.tsx", **on_windows})
+    cmdlet = ToolCallPart("s", "shell_command", {"command": 'Get-Content "C:\\Users\\Y\\.codex\\SKILL.md"'})
+    bash = ToolCallPart("b", "Bash", {"command": "cat src\\a.py"})  # bash reads `src\\a.py` as `srca.py`
+    files = gather([Message("assistant", (read, cmdlet, bash))]).files
+    assert list(files) == ["app\\events\\page.tsx", "C:\\Users\\Y\\.codex\\SKILL.md", "srca.py"]
+    pending = assess(
+        [
+            Message("user", (TextPart("Go"),)),
+            Message("assistant", (ToolCallPart("w", "Write", {"file_path": "src/card.tsx"}),)),
+        ]
+    )
+    assert pending.pending == ["Write `src/card.tsx`"]  # a pending file tool names its file
 
 
 def _result(text: str) -> ToolResultPart:

@@ -463,5 +463,17 @@ def _touched(call: ToolCallPart, args: Any, cmd: str | None) -> list[tuple[str, 
                 lines = (view[0], view[1] if view[1] > 0 else view[0])
         out.append((path, action, lines))
     if cmd:
-        out += shell_files(cmd)
+        out += shell_files(cmd, windows=_on_windows(args, cmd))
     return out
+
+
+_WINDOWS_DIR = re.compile(r"^[A-Za-z]:[\\/]")
+_CMDLET = re.compile(r"^\s*(?:Get|Set|Select|Add|Out|New|Remove|Copy|Move|Test)-[A-Z][a-z]+\b")
+
+
+def _on_windows(args: Any, cmd: str) -> bool:
+    """Whether a shell call ran in PowerShell or cmd (Codex on Windows gives a ``workdir`` such
+    as ``C:\\Users\\…``; a command can open with a cmdlet): Git Bash, Claude Code's shell on
+    Windows, reads backslashes as a POSIX shell does."""
+    where = args.get("workdir") or args.get("cwd") or args.get("dir_path") if isinstance(args, dict) else None
+    return bool(isinstance(where, str) and _WINDOWS_DIR.match(where)) or bool(_CMDLET.match(cmd))

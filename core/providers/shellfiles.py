@@ -34,6 +34,7 @@ _READERS = {
     "type",
 }
 _SEARCHERS = {"rg", "grep", "ag", "ack"}
+_DRIVE = re.compile(r"^[A-Za-z]:(?=/)")
 _FILEISH = re.compile(
     r"^(?:~|\.{1,2})?/?[\w.@$\[\]{}+-]+(?:/[\w.@$\[\]{}+-]+)*\.[A-Za-z0-9]{1,10}$|^[\w.-]*/[\w./@$-]+$"
 )
@@ -61,6 +62,16 @@ def _words(part: str) -> list[str]:
     return _shlex_words(part) if part[end:].strip(_BLANK) else words
 
 
+_WINDOWS_WORD = re.compile(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""")
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _windows_words(part: str) -> list[str]:
+    """The words of a PowerShell or cmd command: quotes group, and a backslash is a character
+    (``Get-Content app\\page.tsx``; read as POSIX words it would be ``apppage.tsx``)."""
+    return [_QUOTED.sub(r"\1\2", w) for w in _WINDOWS_WORD.findall(part)]
+
+
 def _unquoted(word: str) -> Iterator[str]:
     for plain, escaped, single, double in _PIECE.findall(word):
         yield plain or escaped or single or _IN_DOUBLE.sub(r"\1", double)
@@ -74,7 +85,9 @@ def _shlex_words(part: str) -> list[str]:
 
 
 def _fileish(word: str) -> bool:
-    return bool(word) and not word.startswith("-") and bool(_FILEISH.match(word)) and "*" not in word
+    # a Windows path's drive and backslashes (C:\Users\a.md) read as a POSIX path's
+    posix = _DRIVE.sub("", word.replace("\\", "/"))
+    return bool(word) and not word.startswith("-") and bool(_FILEISH.match(posix)) and "*" not in word
 
 
 def _lines(words: list[str]) -> tuple[int, int] | None:
@@ -148,8 +161,10 @@ def _powershell(command: str) -> list[tuple[str, str, tuple[int, int] | None]]:
     return out
 
 
-def shell_files(command: str) -> list[tuple[str, str, tuple[int, int] | None]]:
-    """``(path, action, (first, last) line or None)`` for each file ``command`` touches."""
+def shell_files(command: str, windows: bool = False) -> list[tuple[str, str, tuple[int, int] | None]]:
+    """``(path, action, (first, last) line or None)`` for each file ``command`` touches
+    (``windows``: it ran in PowerShell or cmd, where a backslash separates a path's folders)."""
+    split = _windows_words if windows else _words
     out: list[tuple[str, str, tuple[int, int] | None]] = _powershell(command) if "-" in command else []
     body = command.split("<<", 1)[0] if "<<" in command else command
     for redirect in re.finditer(r"(?<![<>&\d])(>>?)\s*([^\s;&|<>]+)", body):
@@ -160,9 +175,9 @@ def shell_files(command: str) -> list[tuple[str, str, tuple[int, int] | None]]:
         stages = _PIPE.split(part)
         piped: tuple[int, int] | None = None
         for stage in reversed(stages[1:]):  # `nl -ba f | sed -n '1,80p'`: the range belongs to f
-            piped = piped or _lines(_words(stage))
+            piped = piped or _lines(split(stage))
         for i, stage in enumerate(stages):
-            words = [w for w in _words(re.sub(r"\d?>>?\s*\S+", "", stage)) if w]
+            words = [w for w in split(re.sub(r"\d?>>?\s*\S+", "", stage)) if w]
             if words and words[0] in ("sudo", "command", "time", "env"):
                 words = words[1:]
             out += _one(words, piped if i == 0 else None)

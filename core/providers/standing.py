@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ctxfold.providers.background import Background
 from ctxfold.providers.calls import inner_calls
 from ctxfold.providers.deliverable import SENTENCE_END
-from ctxfold.providers.facts import shell_command
+from ctxfold.providers.facts import file_actions, shell_command
 from ctxfold.providers.harness import is_synthetic, user_words
 from ctxfold.transcript.model import Message, ToolCallPart
 
@@ -93,9 +93,13 @@ class Standing:
 
 
 def _described(call: ToolCallPart) -> str:
-    """A call as the next agent needs to see it: its command line when it is a shell call."""
+    """A call as the next agent needs to see it: its command line when it is a shell call, the
+    file it writes or reads when it is a file tool ("Write `src/card.tsx`")."""
     cmd = next((shell_command(c) for c in inner_calls(call) if shell_command(c)), None)
-    return f"`{cmd[:200]}`" if cmd else call.name
+    if cmd:
+        return f"`{cmd[:200]}`"
+    path = next((p for p, _ in file_actions(call)), None)
+    return f"{call.name} `{path}`" if path else call.name
 
 
 def _key(name: str) -> str:
