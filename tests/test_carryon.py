@@ -171,9 +171,19 @@ def test_the_users_words_not_the_harness() -> None:
         "relative to /home/u/.pi/agent/skills/graphify.\n\n# /graphify\n\n- Never invent an edge.\n</skill>"
         "\n\n./docs"
     )
-    said = [user_words(m) for m in (notification, custom, command, builtin, ide, gemini_init, pi_skill)]
+    plan_exit = _user(
+        "User has manually exited Plan Mode. Switching to Default mode (edits will require confirmation)."
+    )
+    approved = _user(
+        "Plan approved. Switching to Default mode (edits will require confirmation)."
+    )  # the user's act
+    said = [
+        user_words(m)
+        for m in (notification, custom, command, builtin, ide, gemini_init, pi_skill, plan_exit, approved)
+    ]
     assert said == [
         None, None, "/orchestrator create TODO app by Next.js", None, "deploy it now", None, "/skill:graphify\n\n./docs",
+        None, "Plan approved. Switching to Default mode (edits will require confirmation).",
     ]  # fmt: skip
 
 

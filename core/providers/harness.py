@@ -43,6 +43,10 @@ _HARNESS_PREFIXES = (
     "Caveat: The messages below were generated",
     "[Request interrupted",
     "You are an AI agent that brings the power of Gemini directly into the terminal.",
+    # Gemini CLI: a switch out of plan mode by hand, and its IDE companion's cursor and files
+    "User has manually exited Plan Mode.",
+    "Here is a summary of changes in the user's editor context",
+    "Here is the user's editor context",
     SUMMARY_OPEN,
     CONTINUATION_OPEN,
 )
