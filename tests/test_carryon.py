@@ -393,11 +393,17 @@ def test_failures_that_leave_nothing_to_do_are_not_open() -> None:
         ),
         _call("c", "replace", {"file_path": "c.tsx", "old_string": "a", "new_string": "b"}),
         _result("c", "[Operation Cancelled] Reason: Operation cancelled", error=True),
+        _call("r", "Read", {"file_path": "logo.svg"}),
+        _result(
+            "r",
+            "File content (403.3KB) exceeds maximum allowed size (256KB). Use offset and limit",
+            error=True,
+        ),
         _call("t", "bash", {"command": "npm test"}),
         _result("t", "FAIL src/a.test.ts\nExit code 1", error=True),
     ]
     facts = gather(messages)
-    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 8
+    assert [what for _, what, _ in facts.open_errors] == ["npm test"] and facts.settled == 9
     # the words count only at the head of the result: a log that quotes them is still a failure
     quoted = "FAIL src/b.test.ts\n" + "x\n" * 400 + "no changes were necessary\nExit code 1"
     facts = gather(

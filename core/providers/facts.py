@@ -164,13 +164,14 @@ def shell_output(text: str) -> str:
 
 # An edit that had nothing to change, a run the user stopped, a call of a tool the harness does
 # not have or with arguments it does not take, a call its policy refused (Gemini CLI's plan
-# mode): nothing is left to resolve in the project (nor for a call the user turned down:
-# harness.TURNED_DOWN)
+# mode), a file too large for a whole read: nothing is left to resolve in the project (nor for a
+# call the user turned down: harness.TURNED_DOWN)
 _NOTHING_TO_DO = re.compile(
     r"\bno changes (?:to (?:make|apply)|made|(?:were |are )?(?:necessary|needed|required))"
     r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user|operation cancelled\])"
     r"|^\s*(?:<tool_use_error>)?\W*(?:tool \S+ not found|(?:error: )?no such tool available"
-    r"|inputvalidationerror\b|validation failed for tool\b|tool execution denied by policy\b)",
+    r"|inputvalidationerror\b|validation failed for tool\b|tool execution denied by policy\b"
+    r"|file content \([\d.]+\s*[KMG]?B\) exceeds maximum allowed)",
     re.I,
 )
 
