@@ -412,6 +412,25 @@ def test_failures_that_leave_nothing_to_do_are_not_open() -> None:
     assert len(facts.open_errors) == 1
 
 
+def test_commands_the_user_ran_in_the_shell_mode_are_named() -> None:
+    """Claude Code's `!open index.html` and pi's `!ls` are no requests, but what the user did
+    (a held-out session ends on one): listed once each, as last run, and kept on a second pass."""
+    pi_ls = {"message": {"role": "bashExecution", "command": "ls", "exitCode": 0, "cancelled": False}}
+    messages = [
+        _user("Build the timer"),
+        _said("Done: index.html, style.css and script.js are in place, and the timer runs. " * 4),
+        _user("<bash-input>open index.html</bash-input>"),
+        _user("<bash-stdout></bash-stdout><bash-stderr></bash-stderr>"),
+        _user("Ran `ls`\n```\nindex.html\n```", **pi_ls),
+        _user("<bash-input>open index.html</bash-input>"),
+    ]
+    assert [user_words(m) for m in messages[2:]] == [None, None, None, None]
+    text = digest(SummaryRequest(messages, 2000))
+    typed = "- Commands the user ran in the harness's shell mode:\n  - `ls` → exit 0\n  - `open index.html` → ok\n"
+    assert typed in text
+    assert typed in digest(SummaryRequest([_user("And a pause button")], 2000, previous_summary=text))
+
+
 def test_one_error_tried_three_ways_is_open_once() -> None:
     cd = "/bin/sh: 1: cd: can't cd to /w/build/build_release\nExit code 2"
     messages = [_user("Build it")]

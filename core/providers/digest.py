@@ -27,6 +27,7 @@ from ctxfold.providers.lines import (
     EARLIER_REQUESTS,
     PROTECTED,
     SECTIONS,
+    TYPED,
     Line,
     carried,
     clip_tokens,
@@ -214,6 +215,13 @@ def _info_lines(facts: Facts) -> list[Line]:
                 tier=T_COMMANDS,
             )
         )
+    typed: dict[str, tuple[int, str]] = {}  # each command once, where it was last run
+    for i, cmd, status in facts.typed:
+        typed.pop(cmd, None)
+        typed[cmd] = (i, status)
+    for cmd, (i, status) in list(typed.items())[-3:]:
+        text = f"`{clip(cmd, COMMAND_CHARS)}` → {status}"
+        out.append(Line(INFO, TYPED, text, i, tier=T_COMMANDS))
     since = facts.requests[-1][0] if facts.requests else -1
     for i, what, line in facts.open_errors[-3:]:
         when = "" if i > since else " (before the newest request; it may no longer matter)"

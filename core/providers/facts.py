@@ -265,6 +265,7 @@ class Facts:
     said: list[tuple[int, str]] = field(default_factory=list)  # the user's words, rejections included
     files: dict[str, FileUse] = field(default_factory=dict)
     commands: list[tuple[int, str, str]] = field(default_factory=list)  # (index, command, status)
+    typed: list[tuple[int, str, str]] = field(default_factory=list)  # the user's own, in the shell mode
     errors: dict[str, int] = field(default_factory=dict)  # "tool: line" -> last index, every failure
     open_errors: list[tuple[int, str, str]] = field(default_factory=list)  # (index, what ran, error text)
     settled: int = 0  # failures a later step fixed, searches that found nothing, expected failures
@@ -374,6 +375,10 @@ class Gathering:
         setting = harness.harness_command(m)
         if setting:
             self.facts.values.setting(setting, i)
+        typed = harness.user_shell(m) if m.role == "user" else None
+        if typed:
+            self.facts.values.command(typed[0], i)
+            self.facts.typed.append((i, typed[0], typed[1] or "ok"))
         branch = m.extra.get("gitBranch")
         if isinstance(branch, str):
             self.facts.values.branch(branch, i)

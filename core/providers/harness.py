@@ -174,6 +174,28 @@ def rejection_words(result: ToolResultPart) -> str | None:
     return said or None
 
 
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+
+
+def user_shell(m: Message) -> tuple[str, str | None] | None:
+    """A command the user ran in the harness's shell mode (Claude Code's ``!cmd``: a
+    ``<bash-input>`` line; pi's: a ``bashExecution`` record) and its exit status when the log
+    has it: not a request, but what the user did."""
+    if m.role != "user" or m.branch is not None:
+        return None
+    record = m.extra.get("message")
+    if (
+        isinstance(record, dict)
+        and record.get("role") == "bashExecution"
+        and isinstance(record.get("command"), str)
+    ):
+        code = record.get("exitCode")
+        status = "cancelled" if record.get("cancelled") else f"exit {code}" if isinstance(code, int) else None
+        return record["command"], status
+    found = _BASH_INPUT.search(m.text) if "<bash-input>" in m.text else None
+    return (found.group(1).strip(), None) if found and found.group(1).strip() else None
+
+
 def harness_command(m: Message) -> str | None:
     """A command of the harness's own the user ran with arguments (``/model claude-opus-4-6``):
     not a request, but the setting it made is worth knowing."""

@@ -19,6 +19,7 @@ CURRENT = "Current user request (verbatim)"
 EARLIER_REQUESTS = "Earlier user requests, oldest first"
 DELIVERABLE = "deliverable"
 EARLIER = "Earlier (previous summary)"
+TYPED = "Commands the user ran in the harness's shell mode"
 EARLIER_DELIVERABLE = "It answered an earlier request, not the current one (above), which came after it."
 _CLASSIC = (STATE, INFO, CONTEXT, NEXT)  # sections that say "(nothing recorded)" when empty
 _PLACEHOLDERS = ("(nothing recorded)", "(no todo list recorded)", "(none)")
@@ -27,6 +28,7 @@ _OLD_GROUPS = {  # groups of this digest's earlier layouts, and their place now
     "Exact values": (INFO, "Exact values", 2),
     "Commands run": (INFO, "Commands, by purpose", 1),
     "Commands, by purpose": (INFO, "Commands, by purpose", 1),
+    TYPED: (INFO, TYPED, 1),
     "Earlier user requests": (REQUESTS, EARLIER_REQUESTS, 6),
     EARLIER_REQUESTS: (REQUESTS, EARLIER_REQUESTS, 6),
 }
