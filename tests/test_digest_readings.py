@@ -99,6 +99,17 @@ def test_a_url_with_a_placeholder_or_in_bold_is_read_right() -> None:
     ]
 
 
+def test_a_command_given_as_code_in_someones_words_is_a_value() -> None:
+    values = Values()
+    values.words("Next: serve the folder (e.g. `python -m http.server`), then `npm run build`.", 1)
+    values.words("The `useTimer` hook and `open` it with `git` later.", 2)  # code, but no command line
+    values.command("echo `npm run dev`", 3)  # a command the agent ran is read for addresses only
+    assert [(v.kind, v.text) for v in values.items()] == [
+        ("command", "python -m http.server"),
+        ("command", "npm run build"),
+    ]
+
+
 def test_a_powershell_command_keeps_its_backslashes() -> None:
     """Codex on Windows runs PowerShell, where a backslash separates folders: read as POSIX
     words, `app\\page.tsx` was listed as `apppage.tsx` (a real Codex session)."""

@@ -30,6 +30,12 @@ _TICKET = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")  # not the Z0-9 
 _ENV = re.compile(r"\b[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+\b")
 _LONG_ID = re.compile(r"(?<![\w/.-])(?=\w*\d)(?=\w*[A-Za-z])[1-9A-HJ-NP-Za-km-z]{32,64}(?![\w/.-])")
 _HEXCOLOR = re.compile(r"(?<![\w&])#[0-9a-fA-F]{6}\b")
+# a command someone's words give to run (`npm run dev`, `python -m http.server`), quoted as code
+_SAID_COMMAND = re.compile(
+    r"`((?:python3?|pip3?|uv|poetry|pytest|npm|npx|pnpm|yarn|bun|deno|node|cargo|go|make|docker|docker-compose"
+    r"|kubectl|terraform|git|gh|curl|brew|open|bundle|rails|php|composer|mvn|gradle|dotnet|flutter|swift"
+    r"|anchor|solana|forge|hardhat|supabase|vercel|wrangler) [^`\n]{1,150})`"
+)
 _PLAIN_VERSION = re.compile(r"\d+\.\d+\.\d+")
 # a tool output's line that states where something runs (no pattern spans lines)
 _SERVES = re.compile(
@@ -48,7 +54,7 @@ _BRANCH_WORDS = ("On branch", "Switched to", "checkout -b", "switch -c", "push "
 @dataclass(frozen=True, slots=True)
 class Value:
     text: str
-    kind: str  # url, address, branch, commit, id, version, ticket, env, color
+    kind: str  # url, address, branch, commit, id, version, ticket, env, color, command
     age: int  # index of the message it was last seen in
 
 
@@ -98,6 +104,9 @@ def _found(text: str, said: bool) -> Iterable[tuple[str, str]]:
     if "#" in text:
         for m in _HEXCOLOR.finditer(text):
             yield m.group(0), "color"
+    if "`" in text:
+        for m in _SAID_COMMAND.finditer(text):
+            yield m.group(1), "command"
 
 
 def _serving_lines(block: str) -> list[str]:
