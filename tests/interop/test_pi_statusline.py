@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 from ctxfold.cli.pi_extension import install
-from ctxfold.cli.statusline import status_line
-from interop.statusrec import ANSI, recorder
+from interop.statusrec import ANSI, Run, finished, recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -37,16 +36,6 @@ import harness_tty  # noqa: E402  (the lab's terminal driver)
 from harness_lab import HARNESSES, Reply, ScriptedServer  # noqa: E402
 
 RESERVE, USED, OUT = 30_000, 160_000, 12
-
-
-def _finished(rec: Path) -> list[tuple[dict[str, object], str]]:
-    """(JSON given, line printed) of each call that finished, in the order they ran."""
-    out = []
-    for p in sorted(rec.glob("out-*.txt")):
-        text = p.read_text()
-        if text.endswith("\n"):
-            out.append((json.loads((rec / f"payload-{p.name[4:-4]}.json").read_text()), text.strip()))
-    return out
 
 
 def test_pi_shows_ctxfolds_status_line(
@@ -61,13 +50,15 @@ def test_pi_shows_ctxfolds_status_line(
     installed = install(home=home)
     assert installed.action == "installed" and installed.path.parent == home / ".pi" / "agent" / "extensions"
 
-    seen: list[str] = []  # the whole screen as drawn when the run stopped (the session keeps its tail)
+    seen: list[tuple[Run, str]] = []  # the run drawn, and the whole screen when the run stopped
 
     def drawn(screen: str) -> bool:
         """Stop once pi has drawn a line ctxfold printed for the session's answer."""
         text = ANSI.sub("", screen)
-        if any("tokens" in line and ANSI.sub("", line) in text for _, line in _finished(rec)):
-            seen.append(screen)
+        for run in finished(rec):
+            if "tokens" in run.out and b'"role":"assistant"' in run.read() and ANSI.sub("", run.out) in text:
+                seen.append((run, screen))
+                break
         return bool(seen)
 
     session = harness_tty.run_interactive(
@@ -82,13 +73,15 @@ def test_pi_shows_ctxfolds_status_line(
     )
     (log,) = session.logs
     header = json.loads(log.read_text().splitlines()[0])
-    done = _finished(rec)
+    done = finished(rec)
     assert done, "pi never ran the status line command (was the extension loaded?)"
     # at session_start, before pi has written the file (unless the answer came first), then after
     # the turn
-    first = done[0][1]
+    first = done[0].out
     assert first == "ctxfold: no transcript yet (Claude Sonnet 4.5)" or "tokens" in first, first
-    payload, printed = next((pay, out) for pay, out in reversed(done) if "tokens" in out)
+    assert seen, f"pi drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
+    run, drew = seen[0]
+    payload, printed = run.payload, run.out
     # the JSON the extension sends: Claude Code's shape, for pi's session
     assert payload == {
         "session_id": header["id"],
@@ -100,11 +93,9 @@ def test_pi_shows_ctxfolds_status_line(
     shown = ANSI.sub("", printed)
     assert printed.startswith("\x1b[33m")  # ctxfold's yellow: within 10 % of the window of it
     assert re.fullmatch(r"1[56]\d(\.\d)?k/200k tokens \(\d+%\) · [\d.]+k left before pi's auto-compact \(170k\)", shown), shown  # fmt: skip
-    # the numbers of the file pi wrote, pi's settings read as pi reads them
+    # the numbers of the file as that run read it, pi's settings read as pi reads them
     monkeypatch.setenv("HOME", str(home))
-    assert shown == status_line(json.dumps(payload).encode(), color=False)
-    assert seen, f"pi drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
-    drew = seen[0]
+    assert shown == run.expected(tmp_path)
     assert shown in ANSI.sub("", drew)  # pi drew it in its footer
     # in pi's warning colour (its footer's own for a context over 70 %), not ctxfold's codes
     tint = re.search(r"(\x1b\[[0-9;]*m)" + re.escape(shown), drew)

@@ -17,14 +17,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ctxfold.cli.statusline import status_line
-from interop.statusrec import ANSI, recorder
+from interop.statusrec import ANSI, Run, finished, recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import harness_tty  # noqa: E402  (the lab's terminal driver)
 from harness_lab import HARNESSES, Reply  # noqa: E402
+
+ANSWER = "Hello from the lab."
 
 
 def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Path], tmp_path: Path) -> None:
@@ -39,15 +40,16 @@ def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Pat
         (home / ".claude" / "settings.json").write_text(json.dumps(settings))
         return claude.configure(home, url)
 
-    seen: list[str] = []  # the whole screen when the run stopped (the session keeps its tail)
+    seen: list[tuple[Run, str]] = []  # the run drawn, and the whole screen when the run stopped
 
     def drawn(screen: str) -> bool:
         """Stop once Claude Code has drawn a line the command printed on the transcript holding
-        the answer."""
+        the answer (a run may read the file before the answer is in it)."""
         text = ANSI.sub("", screen)
-        outs = (p.read_text() for p in rec.glob("out-*.txt"))
-        if any("tokens" in out and out.strip().split(" · ", 1)[-1] in text for out in outs):
-            seen.append(screen)
+        for run in finished(rec):
+            if "tokens" in run.out and ANSWER.encode() in run.read() and run.out.split(" · ", 1)[-1] in text:
+                seen.append((run, screen))
+                break
         return bool(seen)
 
     harness = dataclasses.replace(claude, configure=configure)
@@ -55,7 +57,7 @@ def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Pat
     session = harness_tty.run_interactive(
         harness,
         harness_bin("claude"),
-        [Reply("Hello from the lab.")],
+        [Reply(ANSWER)],
         "Say hello.",
         home=home,
         timeout=180,
@@ -66,23 +68,20 @@ def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Pat
     assert list(rec.glob("payload-*.json")), "Claude Code never ran the status line command"
     # the runs that finished (Claude Code stops a run still going when it starts the next one,
     # and the last may still be going when the harness is stopped)
-    done = [
-        (json.loads((rec / f"payload-{p.name[4:-4]}.json").read_text()), p.read_text().strip())
-        for p in sorted(rec.glob("out-*.txt"))
-        if p.read_text().endswith("\n")
-    ]
+    done = finished(rec)
     assert done, "no status line command finished"
-    payloads = [pay for pay, _ in done]
-    outs = [out for _, out in done]
     # the JSON Claude Code sends: the fields the command reads, as docs/commands.md says
-    last = payloads[-1]
+    last = done[-1].payload
     assert last["transcript_path"] == str(log) and last["session_id"] == log.stem
     assert isinstance(last["model"]["display_name"], str) and last["model"]["id"]
-    assert all(len(o.splitlines()) == 1 for o in outs)
-    assert outs[0].startswith("ctxfold: no transcript yet (") or "tokens" in outs[0]  # before any message
-    shown = outs[-1]
-    assert re.match(r"[\d.]+k?/[\d.]+[kM] tokens \(\d+%\) · [\d.]+k left before ", shown), shown
-    # the numbers of the transcript as it stands (no line since: the answer was its last turn)
-    assert shown == status_line(json.dumps(last).encode(), color=False)
+    assert all(len(run.out.splitlines()) == 1 for run in done)
+    assert (
+        done[0].out.startswith("ctxfold: no transcript yet (") or "tokens" in done[0].out
+    )  # before any message
     assert seen, f"Claude Code drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
-    assert shown.split(" · ", 1)[1] in ANSI.sub("", seen[0])  # Claude Code drew it under its prompt
+    run, screen = seen[0]
+    shown = run.out
+    assert re.match(r"[\d.]+k?/[\d.]+[kM] tokens \(\d+%\) · [\d.]+k left before ", shown), shown
+    # the numbers of the transcript as that run read it
+    assert shown == run.expected(tmp_path)
+    assert shown.split(" · ", 1)[1] in ANSI.sub("", screen)  # Claude Code drew it under its prompt
