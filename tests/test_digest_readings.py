@@ -90,10 +90,12 @@ def test_a_url_with_a_placeholder_or_in_bold_is_read_right() -> None:
     values = Values()
     values.words("Deploy URL: `https://dash-<TBD>.streamlit.app/`, then https://x.dev/{slug}/edit.", 1)
     values.words("Routes: http://localhost:3000/posts/[id] and [https://example.com/docs].", 2)
+    values.words("[this code](https://play.example.org/?gist=8851afb5cabae5df91a979048f76560)", 2)
     values.words("The app is serving at **http://localhost:3001**.", 3)  # Markdown's bold is no part of it
     assert [v.text for v in values.items()] == [
         "https://example.com/docs",
         "localhost:3000",
+        "https://play.example.org/?gist=8851afb5cabae5df91a979048f76560",  # and no commit of its id
         "http://localhost:3001",
         "localhost:3001",
     ]

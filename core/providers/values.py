@@ -23,7 +23,8 @@ _LOG_COMMIT = re.compile(r"^(?:Output: )?commit ([0-9a-f]{40})\b", re.M)
 _BRANCH = re.compile(
     r"(?:On branch|Switched to (?:a new )?branch|checkout -b|switch -c|push (?:-u )?origin)\s+'?([\w./-]+)'?"
 )
-_COMMIT = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])")
+# not a hex id inside a URL's path or query (`?gist=8851afb5…`): the URL is the value
+_COMMIT = re.compile(r"(?<![\w/.=-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 _VERSION = re.compile(r"(?<![\w.])(?:@?[\w-]+(?:/[\w.-]+)?@)?v?\d+\.\d+\.\d+(?:[-+][\w.]+)?\b")
 _TICKET = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")  # not the Z0-9 of [A-Z0-9]
