@@ -517,6 +517,9 @@ def test_background_tasks_still_running_are_named_and_waiting_on_one_is_work_und
     assert assess([*ended, _said("Waiting.")]).running == []
     assert assess([*ended, _said("Waiting.")]).state == DONE  # nothing left to wait on
     assert assess([*messages[:-1], _said("Waiting for your go-ahead.")]).state == WAITING  # on the user
+    progress = _said("Chunk 9 done (6518 total). 4 chunks of PRs left, then issues.")  # counts what is left
+    assert assess([*messages[:-1], progress]).state == IN_PROGRESS
+    assert assess([*ended, progress]).state == DONE  # with no task running, a report like any other
 
 
 def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:

@@ -60,9 +60,12 @@ _ANNOUNCES = re.compile(
 )
 _NOT_A_STEP = re.compile(r"\b(?:let me know|wait|leave|stop|keep (?:it|this|that)|hold off)\b", re.I)
 _PARAGRAPH = re.compile(r"\n\s*\n")
+# while a background task runs: waiting on it (not "waiting for your go-ahead"), or a progress
+# report ("Chunk 9 done. 4 chunks of PRs left, then issues.")
 _WAITS = re.compile(
-    r"^(?:still )?waiting\b(?![^\n]*\b(?:you|your)\b)", re.I
-)  # not "waiting for your go-ahead"
+    r"^(?:still )?waiting\b(?![^\n]*\b(?:you|your)\b)|\b[1-9]\d*\s+(?:[\w-]+\s+){0,3}(?:left|remaining|to go)\b",
+    re.I,
+)
 
 
 @dataclass
@@ -176,7 +179,7 @@ def stopped_short(text: str, running: bool, note: bool = False) -> str | None:
         return "the assistant's last message is a progress note between steps, not its answer"
     if _unfinished(text):
         return "the assistant's last message announces a step it has not taken"
-    if running and _WAITS.match(text.strip().split("\n\n")[-1].strip()):
+    if running and _WAITS.search(text.strip().split("\n\n")[-1].strip()):
         return "the assistant is waiting on a background task it started"
     return None
 
