@@ -22,7 +22,7 @@ from ctxfold.providers.facts import gather
 from ctxfold.providers.harness import user_words
 from ctxfold.providers.rules import standing_rules
 from ctxfold.providers.shellfiles import shell_files
-from ctxfold.providers.standing import DONE, IN_PROGRESS, STOPPED, WAITING, assess
+from ctxfold.providers.standing import DONE, IN_PROGRESS, STOPPED, WAITING, Standing, assess
 from ctxfold.providers.streamed import Digesting
 from ctxfold.strategies.summary import continuation_message, continued_request
 from ctxfold.tokens.tokenizers import get_tokenizer
@@ -49,6 +49,14 @@ def _call(cid: str, name: str, args: Any, text: str = "") -> Message:
 
 def _result(cid: str, text: str, error: bool = False) -> Message:
     return Message("tool", (ToolResultPart(cid, (TextPart(text),), is_error=error),))
+
+
+def _streamed(messages: list[Message]) -> Standing:
+    """Where things stand, read one message at a time (what a long session's compaction reads)."""
+    streamed = Digesting()
+    for m in messages:
+        streamed.add(m)
+    return streamed.assessing.result()
 
 
 # ------------------------------------------------------------------ where things stand
@@ -97,10 +105,7 @@ def test_in_progress_when_a_call_has_no_result_or_the_agent_stopped_before_its_s
     assert assess(codex).state == IN_PROGRESS and assess(codex).deliverable is None
     answered = assess([*codex, _said(note, phase="final_answer")])
     assert answered.state == DONE and answered.deliverable is not None
-    streamed = Digesting()
-    for m in codex:
-        streamed.add(m)
-    assert streamed.assessing.result() == assess(codex)
+    assert _streamed(codex) == assess(codex)
     head = digest(SummaryRequest(codex, 2000, continues=True))  # a sliding window's head: not a deliverable
     assert "- The assistant's last words before the messages kept verbatim:\n  I exported" in head
     assert "## Last Deliverable" not in head
@@ -116,10 +121,7 @@ def test_a_short_answer_to_the_assistants_question_keeps_the_question() -> None:
     messages = [_user("Where is the session file?"), _said(offer), _user("yes please")]
     st = assess(messages)
     assert st.state == IN_PROGRESS and st.answers == "Want me to copy it into the repo and commit it?"
-    streamed = Digesting()
-    for m in messages:
-        streamed.add(m)
-    assert streamed.assessing.result() == st
+    assert _streamed(messages) == st
     text = digest(SummaryRequest(messages, 2000))
     state = text.split("## User Rules")[0].split("## User Requests")[0]
     assert "answers the assistant's question:\n  Want me to copy it into the repo and commit it?" in state
@@ -497,10 +499,7 @@ def test_background_tasks_still_running_are_named_and_waiting_on_one_is_work_und
         "`python fetch.py` (task b1; output in `/tmp/t/b1.output`)",
         '"Nightly sync" (task m0)',
     ]
-    streamed = Digesting()
-    for m in messages:
-        streamed.add(m)
-    assert streamed.assessing.result() == st
+    assert _streamed(messages) == st
     text = digest(SummaryRequest(messages, 2000))
     assert "- Still running in the background when the log ends" in text
     assert "  - `python fetch.py` (task b1; output in `/tmp/t/b1.output`)" in text
@@ -544,10 +543,7 @@ def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:
     for messages in (pi, claude, codex, [*pi, _result("x", "aborted")]):
         st = assess(messages)
         assert st.state == STOPPED and st.deliverable is None
-        streamed = Digesting()
-        for m in messages:
-            streamed.add(m)
-        assert streamed.assessing.result() == st
+        assert _streamed(messages) == st
     text = digest(SummaryRequest(pi, 2000))
     assert "**Where things stand: stopped by the user.**" in text
     assert "The assistant's last words before the user stopped it:\n  Excellent! The new architecture" in text
@@ -570,10 +566,7 @@ def test_a_deliverable_before_the_newest_request_says_so() -> None:
     assert f"## Last Deliverable (verbatim)\n{note}\n  Fixed the chat panel" in text
     prompt = facts_block(extract(SummaryRequest(going, 2000)), 4000)  # what a summarizer model is told
     assert "The last deliverable (the answer to an earlier request, not to the newest one)" in prompt
-    streamed = Digesting()
-    for m in going:
-        streamed.add(m)
-    assert streamed.assessing.result().earlier_deliverable
+    assert _streamed(going).earlier_deliverable
     rolled = digest(SummaryRequest([_user("And the mute button?")], 2000, previous_summary=text))
     assert rolled.count(note) == 1  # made afresh, not carried as part of the deliverable
 
