@@ -20,6 +20,7 @@ import re
 from ctxfold.providers.base import SummaryRequest
 from ctxfold.providers.deliverable import first_and_last
 from ctxfold.providers.facts import Facts, gather, recorded_summary
+from ctxfold.providers.keyinfo import COMMAND_CHARS, ERROR_CHARS, info_lines
 from ctxfold.providers.lines import (
     CURRENT,
     DELIVERABLE,
@@ -27,12 +28,15 @@ from ctxfold.providers.lines import (
     EARLIER_REQUESTS,
     PROTECTED,
     SECTIONS,
-    TYPED,
+    T_DELIVERABLE,
+    T_ERRORS,
+    T_REQUESTS,
     Line,
     carried,
     clip_tokens,
     deliverable_lines,
     fit,
+    plural,
 )
 from ctxfold.providers.render import clip
 from ctxfold.providers.rules import standing_rules
@@ -69,15 +73,7 @@ _STOP = frozenset(
     ]
 )
 OLD_REQUEST_CHARS = 600  # an older request up to this long is quoted whole
-COMMAND_CHARS = 160
-ERROR_CHARS = 400
 STATE, RULES, REQUESTS, LAST, INFO, CONTEXT, NEXT, TODO = SECTIONS
-# tiers: what goes first when the summary does not fit (lower first; within a tier, older first)
-T_EARLIER, T_COMMANDS, T_VALUES, T_FILES, T_ERRORS, T_DELIVERABLE, T_REQUESTS = range(7)
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _source(request: SummaryRequest) -> str | None:
@@ -154,8 +150,8 @@ def _state_lines(request: SummaryRequest, facts: Facts, st: Standing) -> list[Li
         Line(
             STATE,
             "",
-            f"Folded {_n(facts.messages, 'message')} ({_n(len(facts.requests), 'user request')}, "
-            f"{_n(facts.tool_calls, 'tool call')}, {_n(len(facts.open_errors), 'open error')}){omitted}.",
+            f"Folded {plural(facts.messages, 'message')} ({plural(len(facts.requests), 'user request')}, "
+            f"{plural(facts.tool_calls, 'tool call')}, {plural(len(facts.open_errors), 'open error')}){omitted}.",
             10**8,
             tier=T_REQUESTS + 1,
         )
@@ -186,95 +182,6 @@ def _request_lines(facts: Facts, previous: list[Line]) -> list[Line]:
         elif ln.group == CURRENT:
             out.append(ln)
     return out
-
-
-def _info_lines(facts: Facts) -> list[Line]:
-    out: list[Line] = []
-    for path, use in sorted(facts.files.items(), key=lambda kv: kv[1].last):
-        actions = [f"read ×{use.reads}" if a == "read" and use.reads > 1 else a for a in use.actions]
-        if use.lines and not use.whole:
-            actions.append(f"lines {use.lines[0]}–{use.lines[1]}")
-        text = f"`{path}` ({', '.join(actions)})"
-        changed = any(a != "read" for a in use.actions)
-        out.append(Line(INFO, "Files touched", text, use.last, tier=T_FILES if changed else T_VALUES))
-    for v in facts.values.items():
-        out.append(Line(INFO, "Exact values", f"{v.kind}: `{v.text}`", v.age, tier=T_VALUES))
-    groups: dict[str, list[tuple[int, str, str]]] = {}
-    for i, cmd, status in facts.commands:
-        groups.setdefault(_purpose(cmd), []).append((i, cmd, status))
-    for purpose, runs in groups.items():
-        i, cmd, status = runs[-1]
-        failed = sum(1 for _, _, s in runs if s not in ("exit 0", "ok"))
-        text = f"{purpose}: {_n(len(runs), 'run')}" + (f" ({failed} not exit 0)" if failed else "")
-        out.append(
-            Line(
-                INFO,
-                "Commands, by purpose",
-                f"{text}; last `{clip(cmd, COMMAND_CHARS)}` → {status}",
-                i,
-                tier=T_COMMANDS,
-            )
-        )
-    typed: dict[str, tuple[int, str]] = {}  # each command once, where it was last run
-    for i, cmd, status in facts.typed:
-        typed.pop(cmd, None)
-        typed[cmd] = (i, status)
-    for cmd, (i, status) in list(typed.items())[-3:]:
-        text = f"`{clip(cmd, COMMAND_CHARS)}` → {status}"
-        out.append(Line(INFO, TYPED, text, i, tier=T_COMMANDS))
-    since = facts.requests[-1][0] if facts.requests else -1
-    for i, what, line in facts.open_errors[-3:]:
-        when = "" if i > since else " (before the newest request; it may no longer matter)"
-        out.append(
-            Line(
-                INFO,
-                "Errors still open",
-                f"`{clip(what, COMMAND_CHARS)}` → {clip(line, ERROR_CHARS)}{when}",
-                i,
-                tier=T_ERRORS,
-            )
-        )
-    if facts.settled:
-        out.append(
-            Line(
-                INFO,
-                "",
-                f"{_n(facts.settled, 'failure')} along the way {'was' if facts.settled == 1 else 'were'} fixed "
-                "later, expected, or left nothing to do (a search that found nothing, an edit already made, "
-                "a run the user stopped): none of them is open.",
-                -10,
-                tier=T_COMMANDS,
-            )
-        )
-    return out
-
-
-_PURPOSES = (
-    ("tests", r"pytest|test|tests|jest|vitest|mocha|ctest|tox|nox|unittest"),
-    (
-        "build and checks",
-        r"build|tsc|tsgo|make|cmake|lint|check|ruff|mypy|clippy|eslint|biome|typecheck|compile",
-    ),
-    ("git", r"git|gh"),
-    ("install", r"install|add|apt-get|apt|brew|pip|pip3|ci"),
-    ("reading and searching", r"cat|sed|nl|rg|grep|ls|find|head|tail|wc|get-content|tree|pwd|stat|file"),
-)
-
-
-# ``cat << 'EOF' > notes.md``, ``echo x > a.txt``, ``tee a.txt``: a file written, not read
-_WRITES = re.compile(r"(?:cat|echo|printf)\b[^<>|;&]*(?:<<[^>|;&]*)?(?<![\d&])>(?!&)|tee\b")
-
-
-def _purpose(cmd: str) -> str:
-    """The purpose of a command, from its program and subcommand words."""
-    words = [w.lower() for w in re.split(r"[\s&|;]+", cmd) if w and "=" not in w][:6]
-    words = words[2:] if words[:1] == ["cd"] else words
-    if _WRITES.match(re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", cmd)):
-        return "writing files"
-    for name, pattern in _PURPOSES:
-        if any(re.fullmatch(pattern, w.rsplit("/", 1)[-1]) for w in words[:3]):
-            return name
-    return "other commands"
 
 
 def _next_steps(
@@ -376,7 +283,7 @@ def digest_of(request: SummaryRequest, read: Digested, *, tokenizer: Tokenizer |
         if st.earlier_deliverable if st.deliverable else st.request is not None:  # a newer request came
             lines.append(Line(LAST, "", EARLIER_DELIVERABLE, PROTECTED))
         lines += deliverable_lines(deliverable, T_DELIVERABLE)
-    lines += _info_lines(facts)
+    lines += info_lines(facts)
     lines += [ln for ln in previous if ln.section not in (RULES,) and ln.group not in (CURRENT, DELIVERABLE)]
     lines += _next_steps(request, facts, st, todo_lines, any(ln.group == CURRENT for ln in lines))
     words = [
@@ -394,7 +301,7 @@ def digest_of(request: SummaryRequest, read: Digested, *, tokenizer: Tokenizer |
     for ln in lines:
         if ln.text.startswith("Focus requested:"):
             ln.text += (
-                f" ({_n(matched, 'detail')} matching it kept first, verbatim.)"
+                f" ({plural(matched, 'detail')} matching it kept first, verbatim.)"
                 if matched
                 else " (Nothing in the folded conversation matches it: the offline summary cannot narrow "
                 "itself to it, and is the usual one.)"

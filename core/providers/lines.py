@@ -14,6 +14,8 @@ from ctxfold.providers.render import SECTIONS, clip
 from ctxfold.tokens.tokenizers import Tokenizer
 
 PROTECTED = 10**9  # rank of lines dropped only as a last resort (and then only trimmed)
+# tiers: what goes first when the summary does not fit (lower first; within a tier, older first)
+T_EARLIER, T_COMMANDS, T_VALUES, T_FILES, T_ERRORS, T_DELIVERABLE, T_REQUESTS = range(7)
 STATE, RULES, REQUESTS, LAST, INFO, CONTEXT, NEXT, TODO = SECTIONS
 CURRENT = "Current user request (verbatim)"
 EARLIER_REQUESTS = "Earlier user requests, oldest first"
@@ -50,6 +52,10 @@ class Line:
 
     def rank(self, k: int) -> tuple[int, int, int]:
         return (PROTECTED if self.protected else self.tier, self.age, k)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def clip_tokens(text: str, budget: int, tok: Tokenizer) -> str:
