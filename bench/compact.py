@@ -36,7 +36,6 @@ It prints numbers and asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -54,7 +53,8 @@ from _child import PRELUDE, run_child
 from _gen import MB, default_dir, generate
 from estimate import GENERATED_FORMATS, REAL, generator_sources
 
-from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
+from ctxfold.providers.calls import call_args
+from ctxfold.transcript.model import Message, TextPart, ToolResultPart
 
 TARGET_RATIO = 1.5
 REPORT_TARGET = 1.2  # issue: report costs at most 1.2x estimate on the same file
@@ -215,15 +215,6 @@ def request_of(m: Message) -> str | None:
     return "\n".join(texts) or None
 
 
-def _args(call: ToolCallPart) -> Any:
-    if isinstance(call.arguments, str):
-        try:
-            return json.loads(call.arguments)
-        except ValueError:
-            return call.arguments
-    return call.arguments
-
-
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -288,7 +279,7 @@ def expected(messages: Sequence[Message]) -> Expected:
             exp.requests.append(req)
         for call in m.tool_calls:
             names[call.id] = call.name
-            args = _args(call)
+            args = call_args(call)
             if isinstance(args, dict):
                 for k in _PATH_KEYS:
                     if isinstance(args.get(k), str) and args[k].strip():

@@ -13,7 +13,8 @@ import shlex
 
 import pytest
 
-from ctxfold.providers.facts import failed, gather
+from ctxfold.providers.facts import gather
+from ctxfold.providers.failures import failed
 from ctxfold.providers.shellfiles import _words
 from ctxfold.providers.standing import assess
 from ctxfold.providers.values import _FOLDS, Values

@@ -6,8 +6,6 @@ digest needs no model and gives the same answer every time.
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -15,50 +13,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxfold.providers import harness
-from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.calls import SHELL_TOOLS, call_args, inner_calls, tool_key
+from ctxfold.providers.failures import (
+    error_text,
+    exit_status,
+    failed,
+    no_match,
+    nothing_to_do,
+)
 from ctxfold.providers.shellfiles import shell_files
 from ctxfold.providers.values import Values
 from ctxfold.transcript.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
-SHELL_TOOLS = {
-    "bash", "shell", "execcommand", "exec", "run", "runcommand", "executebash", "terminal",
-    "localshell", "shellcommand", "runshellcommand", "runterminalcmd", "command",
-}  # fmt: skip
 _PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
 _PATCH_VERB = {"Add": "written", "Update": "edited", "Delete": "deleted"}
-_EXIT = re.compile(
-    r"\bexit(?:ed)?\s*(?:with\s+)?(?:code|status)\s*:?\s*(-?\d+)|\"exit_code\"\s*:\s*(-?\d+)", re.I
-)
-_ERROR_LINE = re.compile(
-    r"^\s*((?:[\w.]+)?(?:Error|Exception)\b.*|error(?:\[\w+\])?:.*|fatal:.*|npm ERR!.*|E: .*)$", re.M
-)
 # ctxfold's own messages and the harness's text: see harness.py
 SUMMARY_OPEN, SUMMARY_CLOSE, CONTINUATION_OPEN = (
     harness.SUMMARY_OPEN,
     harness.SUMMARY_CLOSE,
     harness.CONTINUATION_OPEN,
 )
-_PROBLEM = re.compile(
-    r"error|fail|not found|no such file|denied|cannot|can't|invalid|refused|abort|unable", re.I
-)
-
-
-@functools.lru_cache(maxsize=512)
-def _key(name: str) -> str:
-    """A tool name reduced to its letters: ``str_replace_editor`` → ``strreplaceeditor``."""
-    return re.sub(r"[^a-z]", "", name.lower())
-
-
-def _args(call: ToolCallPart) -> Any:
-    if isinstance(call.arguments, str):
-        try:
-            return json.loads(call.arguments)
-        except ValueError:
-            return call.arguments
-    return call.arguments
-
-
 HARNESS_ROLES = harness.HARNESS_ROLES
 
 
@@ -82,7 +57,7 @@ def request_text(m: Message) -> str | None:
 def file_actions(call: ToolCallPart, args: Any = None) -> list[tuple[str, str]]:
     """``(path, action)`` pairs a tool call touched, action one of read/written/edited/deleted
     (``args``: the call's parsed arguments, when the caller has them already)."""
-    args = _args(call) if args is None else args
+    args = call_args(call) if args is None else args
     out: list[tuple[str, str]] = []
     texts = (
         [args]
@@ -99,7 +74,7 @@ def file_actions(call: ToolCallPart, args: Any = None) -> list[tuple[str, str]]:
     path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str) and args[k]), None)
     if path is None:
         return out
-    key = _key(call.name)
+    key = tool_key(call.name)
     if key in ("strreplaceeditor", "strreplacebasededittool", "texteditor"):
         cmd = args.get("command")
         action = "read" if cmd == "view" else "written" if cmd == "create" else "edited"
@@ -117,120 +92,15 @@ def file_actions(call: ToolCallPart, args: Any = None) -> list[tuple[str, str]]:
 
 def shell_command(call: ToolCallPart, args: Any = None) -> str | None:
     """The command line of a shell-like tool call, else None."""
-    if _key(call.name) not in SHELL_TOOLS:
+    if tool_key(call.name) not in SHELL_TOOLS:
         return None
-    args = _args(call) if args is None else args
+    args = call_args(call) if args is None else args
     cmd: Any = args
     if isinstance(args, dict):
         cmd = next((args[k] for k in ("command", "cmd", "script", "code", "input") if k in args), None)
     if isinstance(cmd, list):
         cmd = cmd[-1] if len(cmd) >= 3 and cmd[1] in ("-lc", "-c") else " ".join(map(str, cmd))
     return " ".join(str(cmd).split()) if cmd else None
-
-
-def exit_status(result: ToolResultPart | None) -> str:
-    """``exit N`` from the result text, else ``error``/``ok`` from the error flag, else ``no result``."""
-    if result is None:
-        return "no result"
-    text = result.text
-    for window in (text[:400], text[-400:]):
-        match = _EXIT.search(window)
-        if match:
-            return f"exit {match.group(1) or match.group(2)}"
-    return "error" if result.is_error else "ok"
-
-
-_NOISE = re.compile(
-    r"^\s*(?:\[?(?:the )?command (?:completed|finished)|exit code|process exited|command exited|chunk id:"
-    r"|wall time|original token count|output:|script (?:running|completed))",
-    re.I,
-)
-# Gemini CLI labels the parts of a shell run: "Output: " on the output's first line, then
-# "Exit Code: 1" and "Process Group PGID: 12"; older versions also Command, Directory, Stdout,
-# Stderr, Error, Signal and Background PIDs, with "(none)" for an empty one
-_RUN_LABEL = "Process Group PGID: "
-_RUN_FIELD = re.compile(r"^(?:Directory|Exit Code|Signal|Background PIDs|Process Group PGID): .*\n?", re.M)
-_OUTPUT_LABEL = re.compile(r"^(?:Output|Stdout|Stderr|Error): (?:\(none\)$)?", re.M)
-
-
-def shell_output(text: str) -> str:
-    """What a shell command printed, without the labels Gemini CLI puts around it."""
-    if _RUN_LABEL not in text:
-        return text
-    if text.startswith("Command: ") and "\nDirectory: " in text:  # the command may span lines
-        text = text.split("\nDirectory: ", 1)[1].partition("\n")[2]
-    return _OUTPUT_LABEL.sub("", _RUN_FIELD.sub("", text))
-
-
-# An edit that had nothing to change, a run the user stopped, a call of a tool the harness does
-# not have or with arguments it does not take, a call its policy refused (Gemini CLI's plan
-# mode), a file too large for a whole read: nothing is left to resolve in the project (nor for a
-# call the user turned down: harness.TURNED_DOWN)
-_NOTHING_TO_DO = re.compile(
-    r"\bno changes (?:to (?:make|apply)|made|(?:were |are )?(?:necessary|needed|required))"
-    r"|^\W*(?:command aborted|(?:request )?interrupted by user|aborted by user|operation cancelled\])"
-    r"|^\s*(?:<tool_use_error>)?\W*(?:tool \S+ not found|(?:error: )?no such tool available"
-    r"|inputvalidationerror\b|validation failed for tool\b|tool execution denied by policy\b"
-    r"|file content \([\d.]+\s*[KMG]?B\) exceeds maximum allowed)",
-    re.I,
-)
-
-
-def _nothing_to_do(result: ToolResultPart) -> bool:
-    head = result.text[:500]
-    return harness.TURNED_DOWN in head or bool(_NOTHING_TO_DO.search(head))
-
-
-def failed(result: ToolResultPart, tool: str, status: str | None = None) -> bool:
-    """Flagged as an error, or a shell command that exited non-zero or raised (``status``: its
-    :func:`exit_status` when the caller has it already)."""
-    if result.is_error:
-        return True
-    if _key(tool) not in SHELL_TOOLS:
-        return False  # a file read that shows an error message is not an error
-    status = status or exit_status(result)
-    if status.startswith("exit ") and status != "exit 0":
-        return True
-    if "Traceback (most recent call last)" in result.text:
-        return True
-    # a build or test piped through `| head` exits 0 whatever it printed: its own error lines tell
-    if status == "exit 0":
-        return False
-    tail = shell_output(result.text[-20_000:])
-    return any(word in tail for word in _BUILD_WORDS) and bool(_BUILD_ERROR.search(tail))
-
-
-_BUILD_ERROR = re.compile(
-    r"^.*\berror (?:TS\d+|\[E\d+\])?:.*$|^error\[E\d+\]:.*$|^npm ERR!.*$|^FAIL(?:ED)?\b.*$|^=+ .*\b\d+ failed\b.*$",
-    re.M,
-)
-_BUILD_WORDS = ("error", "ERR!", "FAIL", "failed")  # one is in each line _BUILD_ERROR matches
-_SUMMARY_LINE = re.compile(r"^\W*(?:=+ )?.*\b\d+ (?:failed|errors?)\b.*$", re.M)
-
-
-def error_text(result: ToolResultPart) -> str:
-    """:func:`error_line`, and the run's closing tally ("1 failed, 8 passed") when it has one."""
-    line = error_line(result)
-    tally = _SUMMARY_LINE.findall(result.text[-2_000:])
-    last = tally[-1].strip() if tally else ""
-    return f"{line} ({last})" if last and last not in line and len(last) < 160 else line
-
-
-def error_line(result: ToolResultPart) -> str:
-    """The line that says what went wrong: a traceback's exception or an ``error:`` line, else
-    the first line naming a problem ("failed", "not found"…), else the last line of output
-    (harness notes such as exit codes and timings are skipped)."""
-    text = shell_output(result.text)
-    if "Traceback (most recent call last)" in text:
-        text = text.split("Traceback (most recent call last)", 1)[1]
-    match = _ERROR_LINE.search(text)
-    if match:
-        return match.group(1).strip()
-    built = _BUILD_ERROR.search(text)
-    if built:
-        return built.group(0).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _NOISE.match(ln)]
-    return next((ln for ln in lines if _PROBLEM.search(ln)), lines[-1] if lines else "(no message)")
 
 
 @dataclass
@@ -275,7 +145,6 @@ class Facts:
     messages: int = 0
 
 
-_SEARCH = {"rg", "grep", "ag", "ack", "egrep", "fgrep"}
 _EXPECTED = re.compile(
     r"\b(?:should|expect(?:ed)?(?: it)? to|will|must|to) (?:fail|error|break)|reproduc|confirm (?:the )?(?:bug|failure)|"
     r"red (?:test|phase)|failing test first",
@@ -326,16 +195,6 @@ def _what(tool: str, cmd: str | None, paths: Sequence[str]) -> set[str]:
 
 def _settles(failure: set[str], success: set[str]) -> bool:
     return any(s == f or s.startswith(f + " ") for f in failure for s in success)
-
-
-def _no_match(cmd: str | None, status: str, result: ToolResultPart) -> bool:
-    """A search that found nothing: ``rg``/``grep`` exit 1 with no output."""
-    if not cmd or status != "exit 1":
-        return False
-    head = cmd.split("|")[-1].split()[:1] or [""]
-    first = cmd.split()[0].rsplit("/", 1)[-1] if cmd.split() else ""
-    body = [ln for ln in shell_output(result.text).splitlines() if ln.strip() and not _NOISE.match(ln)]
-    return (first in _SEARCH or head[0] in _SEARCH) and len(body) <= 1
 
 
 def gather(messages: Sequence[Message]) -> Facts:
@@ -396,7 +255,7 @@ class Gathering:
             touched: list[str] = []
             command: str | None = None
             for call in calls:  # a code tool's script: the tools it calls
-                args = _args(call)  # parsed once for both readings
+                args = call_args(call)  # parsed once for both readings
                 cmd = shell_command(call, args)
                 for path, action, lines in _touched(call, args, cmd):
                     use = self.facts.files.pop(path, None) or FileUse(i, i)
@@ -434,7 +293,7 @@ class Gathering:
                 line = error_text(res)
                 self.facts.errors.pop(f"{tool}: {line}", None)
                 self.facts.errors[f"{tool}: {line}"] = i
-                if expected or said or _no_match(command, status or "", res) or _nothing_to_do(res):
+                if expected or said or no_match(command, status or "", res) or nothing_to_do(res):
                     self.facts.settled += 1
                 else:  # the newest of the same commands, or of the same error (tried three ways)
                     self.failing = [f for f in self.failing if f[0] != keys and f[1][2] != line]

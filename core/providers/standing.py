@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxfold.providers.background import Background
-from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.calls import inner_calls, tool_key
 from ctxfold.providers.deliverable import SENTENCE_END
 from ctxfold.providers.facts import file_actions, shell_command
 from ctxfold.providers.harness import is_synthetic, user_words
@@ -105,10 +105,6 @@ def _described(call: ToolCallPart) -> str:
     return f"{call.name} `{path}`" if path else call.name
 
 
-def _key(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower())
-
-
 def _question(text: str) -> str | None:
     """The words that ask the user something, from the last paragraphs of ``text``."""
     paragraphs = [p.strip() for p in _PARAGRAPH.split(text.strip()) if p.strip()]
@@ -186,7 +182,7 @@ def stopped_short(text: str, running: bool, note: bool = False) -> str | None:
 
 def _turn_final(messages: Sequence[Message], i: int) -> bool:
     """No tool call in message ``i`` and none after it before the next request."""
-    if messages[i].tool_calls and not any(_key(c.name) in FINISH_TOOLS for c in messages[i].tool_calls):
+    if messages[i].tool_calls and not any(tool_key(c.name) in FINISH_TOOLS for c in messages[i].tool_calls):
         return False
     for m in messages[i + 1 :]:
         if user_words(m):
@@ -218,7 +214,7 @@ def assess(messages: Sequence[Message]) -> Standing:
     pending = [_described(c) for _, m in own for c in m.tool_calls if c.id not in answered]
     last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
     results_after = any(m.tool_results for i, m in main if i > last_act)
-    finished = any(_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
+    finished = any(tool_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
     background, stopped = Background(), False
     for _, m in main:
         background.add(m)

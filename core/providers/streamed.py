@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxfold.providers.background import Background
-from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.calls import inner_calls, tool_key
 from ctxfold.providers.facts import Facts, Gathering
 from ctxfold.providers.harness import is_synthetic, user_words
 from ctxfold.providers.standing import (
@@ -27,7 +27,6 @@ from ctxfold.providers.standing import (
     WAITING,
     Standing,
     _described,
-    _key,
     _question,
     _unfinished,
     aborted,
@@ -104,13 +103,13 @@ class Assessing:
             self.reply, self.reply_note = (i, text), progress_note(m)
         if calls or text:
             self.last_act, self.act_calls = i, bool(calls)
-            self.finished = any(_key(c.name) in FINISH_TOOLS for c in calls)
+            self.finished = any(tool_key(c.name) in FINISH_TOOLS for c in calls)
         for c in calls:
             if c.id not in self.answered:
                 self.unanswered[self.calls_seen] = (i, c)
                 self.by_id.setdefault(c.id, []).append(self.calls_seen)
                 self.calls_seen += 1
-        ends_turn = not calls or any(_key(c.name) in FINISH_TOOLS for c in calls)
+        ends_turn = not calls or any(tool_key(c.name) in FINISH_TOOLS for c in calls)
         ends_turn = ends_turn and not progress_note(m) and not aborted(m)
         if len(text) >= SUBSTANTIAL and ends_turn and not _unfinished(m.text):
             self.open = (i, text)
@@ -217,7 +216,7 @@ class TodoTracking:
         if inner is None:
             inner = [inner_calls(outer) for outer in m.tool_calls]
         for call in (c for calls in inner for c in calls):
-            key = _key(call.name)
+            key = tool_key(call.name)
             if key in TODO_TOOLS:
                 self.events.append(call)
                 if call.id not in self.ids and call.id in self.passed:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.providers.calls import inner_calls
+from ctxfold.providers.calls import inner_calls, tool_key
 from ctxfold.transcript.model import Message, ToolCallPart, ToolResultPart
 
 _CONTENT_KEYS = ("content", "step", "text", "title", "subject", "task", "description", "name")
@@ -38,10 +38,6 @@ class Todo:
 
     def line(self) -> str:
         return f"- [{self.status}] {self.content}"
-
-
-def _key(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower())
 
 
 def _json(value: Any) -> Any:
@@ -151,7 +147,7 @@ def apply_call(
     nothing); shared by the reading of a whole list and the streamed one."""
     if result is not None and result.is_error:
         return latest  # the tool refused it: the list did not change
-    key = _key(call.name)
+    key = tool_key(call.name)
     if key in ("taskcreate", "taskupdate"):
         if key == "taskcreate":
             tasks.create(call.arguments, result)
