@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ctxfold.providers.calls import call_args
 from ctxfold.transcript.model import Message
 
 _STARTED = re.compile(r"^(?:Command running in background with ID: ([\w-]+)|Monitor started \(task ([\w-]+))")
@@ -50,7 +51,8 @@ class Background:
 
     def add(self, m: Message) -> None:
         for call in m.tool_calls:
-            args = call.arguments if isinstance(call.arguments, dict) else {}
+            parsed = call_args(call)
+            args = parsed if isinstance(parsed, dict) else {}
             if (args.get("run_in_background") or call.name == "Monitor") and isinstance(
                 args.get("command"), str
             ):
