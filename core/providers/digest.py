@@ -279,8 +279,10 @@ def digest_of(request: SummaryRequest, read: Digested, *, tokenizer: Tokenizer |
         if st.deliverable
         else next((ln.text for ln in previous if ln.group == DELIVERABLE), None)
     )
+    # a request came after the deliverable: one read now, or any read now after a carried one
+    newer_request = st.earlier_deliverable if st.deliverable else st.request is not None
     if deliverable:
-        if st.earlier_deliverable if st.deliverable else st.request is not None:  # a newer request came
+        if newer_request:
             lines.append(Line(LAST, "", EARLIER_DELIVERABLE, PROTECTED))
         lines += deliverable_lines(deliverable, T_DELIVERABLE)
     lines += info_lines(facts)
