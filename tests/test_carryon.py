@@ -552,6 +552,10 @@ def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:
     assert "was stopped by the user before the assistant finished. Do not resume it on your own" in note.text
     assert continued_request(note) == "Refactor the TUI onto AgentSession"
     assert assess([*pi, _user("ok go on, but keep the old file")]).state == IN_PROGRESS  # their word came
+    call = ToolCallPart("b1", "bash", {"command": "npm run build"})
+    stopped_call = Message("assistant", (call,), extra={"message": {"stopReason": "aborted"}})
+    text = digest(SummaryRequest([pi[0], stopped_call], 2000))
+    assert "- Tool calls it did not make: `npm run build`." in text
 
 
 def test_a_deliverable_before_the_newest_request_says_so() -> None:
