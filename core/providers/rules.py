@@ -32,7 +32,7 @@ _RULE_ELSEWHERE = re.compile(
     r"しないで|ないでください|必ず|絶対に|決して|常に|してはいけ|"
     r"하지\s?마|마세요|반드시|항상|절대|금지|"
     r"\b(?:siempre|nunca|jamás|asegúrate|evita|en lugar de|no (?:uses|hagas|toques|cambies|borres|agregues)|"
-    r"sempre|nunca|certifique-se|garanta|evite|em vez de|não (?:use|faça|mexa|mude|altere|apague)|"
+    r"sempre|certifique-se|garanta|evite|em vez de|não (?:use|faça|mexa|mude|altere|apague)|"
     r"toujours|jamais|assure-toi|assurez-vous|évite[rz]?|au lieu de|ne (?:touche|modifie|change|supprime)|"
     r"immer|niemals|stelle sicher|achte darauf|vermeide|anstatt|statt|keine? \w+ verwenden|"
     r"jangan|selalu|harus|wajib|pastikan|hindari|tidak boleh)\b",

@@ -86,7 +86,7 @@ def _shlex_words(part: str) -> list[str]:
 
 def _fileish(word: str) -> bool:
     # a Windows path's drive and backslashes (C:\Users\a.md) read as a POSIX path's
-    posix = _DRIVE.sub("", word.replace("\\", "/"))
+    posix = _DRIVE.sub("", word.replace("\\", "/")) if "\\" in word or ":" in word else word
     return bool(word) and not word.startswith("-") and bool(_FILEISH.match(posix)) and "*" not in word
 
 

@@ -39,6 +39,14 @@ def summary_message(text: str) -> Message:
     )
 
 
+_DONE = (
+    " was delivered and nothing is pending. Wait for the user's next request; do not redo, extend or continue "
+    "the finished work."
+)
+_STOPPED = (
+    " was stopped by the user before the assistant finished. Do not resume it on your own: wait for the user's "
+    "next message, which says how to go on."
+)
 _BACKGROUND = (
     " A background task it started was still running (the summary names it): this session gets none of its "
     "notices, so read its output rather than wait for one."
@@ -55,6 +63,7 @@ def continuation_message(
     head = f"{CONTINUATION_OPEN} because it exceeded the context window. The summary above contains all prior context."
     state = standing.state if standing is not None else IN_PROGRESS
     quoted = clip(user_request, QUOTE_CHARS) if user_request else None
+    background = _BACKGROUND if standing is not None and standing.running else ""
     if state == WAITING and standing is not None:
         asked = clip(" ".join((standing.question or "").split()), QUOTE_CHARS)
         said = f" {_LAST_OPEN}{quoted}{_ASKED_CLOSE}" if quoted else " The assistant"
@@ -62,21 +71,12 @@ def continuation_message(
             f"{head}{said} asked the user a question they have not answered yet: `{asked}`. Put this question "
             "to the user again and wait for their answer; do not choose for them or carry on before they reply.]"
         )
-    elif state == STOPPED:
+    elif state in (DONE, STOPPED):
         said = f" {_LAST_OPEN}{quoted}{_DONE_CLOSE}" if quoted else " The work"
-        text = (
-            f"{head}{said} was stopped by the user before the assistant finished. Do not resume it on your own: "
-            "wait for the user's next message, which says how to go on.]"
-        )
-    elif state == DONE:
-        said = f" {_LAST_OPEN}{quoted}{_DONE_CLOSE}" if quoted else " The work"
-        text = (
-            f"{head}{said} was delivered and nothing is pending. Wait for the user's next request; do not redo, "
-            "extend or continue the finished work.]"
-        )
+        text = f"{head}{said}{_STOPPED if state == STOPPED else _DONE}]"
     elif quoted:
         below = " The step under way is kept verbatim after this note." if tail else ""
-        below = _BACKGROUND + below if standing is not None and standing.running else below
+        below = background + below
         if standing is not None and standing.answers:  # "yes please" means nothing alone
             asked = clip(" ".join(standing.answers.split()), QUOTE_CHARS)
             below = f" It answers the assistant's question: `{asked}`.{below}"
@@ -85,8 +85,7 @@ def continuation_message(
             f"anything.{below}]"
         )
     else:
-        more = _BACKGROUND if standing is not None and standing.running else ""
-        text = f"{head} Continue working without asking the user to repeat anything.{more}]"
+        text = f"{head} Continue working without asking the user to repeat anything.{background}]"
     return Message("user", (TextPart(text),), extra={"ctxfold": "continuation"})
 
 
