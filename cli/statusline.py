@@ -111,10 +111,12 @@ def line_for(data: dict[str, Any], *, color: bool = False) -> str:
     kept = recall(key)
     if kept is not None:
         return kept  # an unchanged session: the line it got (status_memo.py)
+    from ctxfold.classcode import kept_class_code
     from ctxfold.errors import CtxfoldError
 
     try:
-        line = _measure(path, data, color)
+        with kept_class_code():  # a third of what is loaded below is dataclasses compiling methods
+            line = _measure(path, data, color)
     except CtxfoldError as err:
         return f"ctxfold: {_short(str(err))}"
     if key is not None and inputs(path, data, color, code=__file__) == key:  # nothing moved meanwhile
