@@ -214,6 +214,71 @@ def test_the_python_engine_counts_ascii_text_as_tiktoken(text: str) -> None:
         assert _cached_engines(encoding)["python"].count(text) == want  # type: ignore[attr-defined]
 
 
+# a non-ASCII member of each general category a pattern class holds, and of others
+_OTHERS_SAMPLE = "éÉǅʰ中\u0301\u0903\u20dd١Ⅻ½—→🙂’€"
+
+
+def test_every_plain_code_point_is_in_the_classes_regex_puts_it_in() -> None:
+    """The characters the Python engine puts in a class from this Python's ``unicodedata``
+    (``ranktable.plain_classes``), checked against `regex`'s own tables, code point by code
+    point: the same ``\\p{...}`` classes, never ``\\s``, never a case form of an ASCII letter."""
+    import regex
+
+    from ctxfold.tokens.encodings import NEWER_THAN_TIKTOKEN
+
+    listed = {cp for a, b in NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+    plain = {
+        c: classes
+        for cp in range(0x80, 0x110000)
+        if not 0xD800 <= cp < 0xE000 and cp not in listed
+        for c in [chr(cp)]
+        if (classes := ranktable.plain_classes(c)) is not None
+    }
+    assert len(plain) > 100_000  # most assigned code points are plain
+    text = "".join(plain)
+    for cls in ("L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "N"):
+        theirs = set(regex.findall(rf"\p{{{cls}}}", text))
+        ours = {c for c, classes in plain.items() if cls in classes}
+        assert sorted(ours ^ theirs) == [], cls
+    assert regex.findall(r"\s", text) == []
+    assert regex.findall(r"(?i:[a-z])", text) == []
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_text_with_a_few_plain_others_splits_as_with_the_full_pattern(encoding: str) -> None:
+    """Every text of up to three characters from samples of ASCII and of non-ASCII of each
+    category is cut by the stdlib pattern for its characters as by the full one."""
+    import itertools
+
+    import regex
+
+    full = regex.compile(encodings.pattern(encoding))
+    sample = _ASCII_SAMPLE + _OTHERS_SAMPLE
+    wrong = []
+    for n in (1, 2, 3):
+        for chars in itertools.product(sample, repeat=n):
+            text = "".join(chars)
+            others = {c for c in text if c > "\x7f"}
+            fast = ranktable.few_others_pattern(encoding, others)
+            assert fast is not None
+            if fast.findall(text) != full.findall(text):
+                wrong.append(text)
+    assert wrong == []
+    for odd in ("\xa0", "\u2003", "\u017f", "\u212a", "\u0130", "\u0378", "\u0295"):
+        assert ranktable.few_others_pattern(encoding, {"é", odd}) is None, repr(odd)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from(_ASCII_SAMPLE + _OTHERS_SAMPLE + 'bcdXY09.,-()"{} \xa0ſ'), max_size=80))
+def test_the_python_engine_counts_text_with_a_few_others_as_tiktoken(text: str) -> None:
+    """A fresh table each time: the stdlib patterns are used for its first sets of characters."""
+    for encoding in ENCODINGS:
+        want = len(_reference(encoding).encode_ordinary(text))  # type: ignore[attr-defined]
+        table = RankTable(encoding, _cached_engines(encoding)["python"]._path)  # type: ignore[attr-defined]
+        assert table.count(text) == want
+        assert table._pattern is None or not text.isascii()
+
+
 _ENGINES: dict[str, dict[str, object]] = {}
 
 

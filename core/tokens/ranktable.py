@@ -8,7 +8,8 @@ tiktoken does, which is exact but slow (about 1 M characters a second), so the t
 small inputs here and hands large ones, and any piece too long for a quadratic merge, to the
 native engine (``tokenizers.BpeTokenizer``). Text that is all ASCII (most of a session's lines)
 is split by the same pattern cut to ASCII, in stdlib ``re``: importing and compiling it in the
-``regex`` module would cost a statusline 15-25 ms.
+``regex`` module would cost a statusline 20-45 ms. So is text with a few plain non-ASCII
+characters (dashes, arrows, accented letters), each added to the classes it belongs to.
 
 The table is built from the hash-checked ranks of ``encodings.read_ranks`` and carries a CRC-32
 of its own body, checked when it is opened: a damaged file (cut short, a flipped bit) is
@@ -23,7 +24,7 @@ import mmap
 import re
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,7 @@ class RankTable:
         self.name = name
         self._pattern: Any = None  # compiled on the first text that is not all ASCII
         self._ascii = ascii_pattern(name)
+        self._few: dict[frozenset[str], re.Pattern[str] | None] = {}  # by a text's non-ASCII characters
         self._path = path or table_path(name)
         self._mm = self._open()
         view = memoryview(self._mm)
@@ -113,13 +115,28 @@ class RankTable:
             i = (i + 1) & mask
 
     def _pieces(self, text: str) -> list[str]:
-        if self._ascii is not None and text.isascii():
-            return self._ascii.findall(text)
+        if self._ascii is not None:
+            if text.isascii():
+                return self._ascii.findall(text)
+            few = self._few_others(text) if self._pattern is None else None
+            if few is not None:
+                return few.findall(text)
         if self._pattern is None:
             import regex  # 15-25 ms with the compile: a statusline's new line is mostly ASCII
 
             self._pattern = regex.compile(pattern(self.name))
         return self._pattern.findall(valid_text(text))
+
+    def _few_others(self, text: str) -> re.Pattern[str] | None:
+        """The stdlib pattern for ``text``'s few non-ASCII characters, while they are of a few
+        sets: past ``FEW_PATTERNS``, `regex` is imported and splits the rest."""
+        others = frozenset(c for c in set(text) if c > "\x7f")
+        if others in self._few:
+            return self._few[others]
+        if len(self._few) >= FEW_PATTERNS or len(others) > FEW_OTHERS:
+            return None
+        found = self._few[others] = few_others_pattern(self.name, others)
+        return found
 
     def count(self, text: str) -> int:
         if newer_than_tiktoken(text):  # the `regex` module's tables are newer than tiktoken's
@@ -145,17 +162,18 @@ _ASCII_MEMBERS = {"L": "A-Za-z", "Lu": "A-Z", "Ll": "a-z", "Lt": "", "Lm": "", "
 _CLASS = re.compile(r"\\p\{(\w+)\}|\\.|\[|\]|[^\\\[\]]+")
 
 
-def ascii_pattern(name: str) -> re.Pattern[str] | None:
+def ascii_pattern(name: str, others: dict[str, str] | None = None) -> re.Pattern[str] | None:
     """The pattern of ``name`` for text that is all ASCII, in stdlib ``re`` (no `regex` to
     import): each ``\\p{...}`` becomes its ASCII members, and ``re.ASCII``'s ``\\s`` is the
-    Unicode ``\\s`` among them (tab to carriage return, and space). None where ``re`` cannot
-    run it (possessive quantifiers before Python 3.11). tests/test_engines.py checks that it
-    splits every ASCII text as the full pattern does."""
+    Unicode ``\\s`` among them (tab to carriage return, and space). ``others``: more members
+    by class, for a text that holds those characters too (:func:`few_others_pattern`). None
+    where ``re`` cannot run it (possessive quantifiers before Python 3.11).
+    tests/test_engines.py checks that it splits every ASCII text as the full pattern does."""
     out, depth = [], 0
     for m in _CLASS.finditer(pattern(name)):
         token = m.group(0)
         if m.group(1) is not None:
-            members = _ASCII_MEMBERS[m.group(1)]
+            members = _ASCII_MEMBERS[m.group(1)] + (others or {}).get(m.group(1), "")
             token = members if depth else f"[{members}]"
         elif token == "[":
             depth += 1
@@ -166,6 +184,58 @@ def ascii_pattern(name: str) -> re.Pattern[str] | None:
         return re.compile("".join(out), re.ASCII)
     except re.error:
         return None
+
+
+# The classes of the patterns each general category is a member of (\p{L} holds Lu, ...).
+_IN_CLASSES = {
+    **{cat: ("L", cat) for cat in ("Lu", "Ll", "Lt", "Lm", "Lo")},
+    **dict.fromkeys(("Mn", "Mc", "Me"), ("M",)),
+    **dict.fromkeys(("Nd", "Nl", "No"), ("N",)),
+}
+# Unicode's White_Space beyond ASCII (unchanged since Unicode 6.3), which \s matches
+_WHITE_SPACE = "\x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+_ASCII_LETTER = re.compile("[A-Za-z]")
+# The Unicode versions of Python 3.10 to 3.13, each checked against `regex`'s classes code point
+# by code point: they agree but for U+0295, a lowercase letter until Unicode 16 made it "other".
+_CHECKED_UNICODE = ("13.0.0", "14.0.0", "15.0.0", "15.1.0")
+_RECLASSED = "\u0295"
+FEW_OTHERS = 64  # distinct non-ASCII characters a text may hold to be split without `regex`
+FEW_PATTERNS = 16  # sets of them compiled (about 1 ms each) before `regex` is worth importing
+
+
+def few_others_pattern(name: str, others: Iterable[str]) -> re.Pattern[str] | None:
+    """The pattern of ``name`` in stdlib ``re`` for a text whose non-ASCII characters are
+    ``others`` (a few): each is put in the classes its general category makes it a member of,
+    or None when one is not plain (:func:`plain_classes`). Most of a session's text that is
+    not all ASCII has a few dashes, arrows or accented letters: it is split without importing
+    `regex` (20-45 ms, a fifth of a statusline's run). tests/test_engines.py checks every code
+    point's classes against `regex`'s and the splits of mixed texts."""
+    members: dict[str, list[str]] = {}
+    for c in others:
+        classes = plain_classes(c)
+        if classes is None:
+            return None
+        for cls in classes:
+            members.setdefault(cls, []).append(re.escape(c))
+    return ascii_pattern(name, {cls: "".join(sorted(chars)) for cls, chars in members.items()})
+
+
+def plain_classes(c: str) -> tuple[str, ...] | None:
+    """The pattern classes non-ASCII ``c`` is a member of, by this Python's ``unicodedata``;
+    None when ``re.ASCII`` cannot split it as `regex` does: tables of a Unicode version not
+    checked, a character they class otherwise than `regex` or do not assign, a surrogate, a
+    space (``re.ASCII``'s ``\\s`` would miss it), or one whose case forms hold an ASCII letter
+    (the contractions' ``(?i:'s|...)`` would match it in `regex`)."""
+    import unicodedata
+
+    if unicodedata.unidata_version not in _CHECKED_UNICODE or c in _RECLASSED:
+        return None
+    cat = unicodedata.category(c)
+    if cat in ("Cn", "Cs") or c in _WHITE_SPACE or c.isspace():
+        return None
+    if _ASCII_LETTER.search(c.lower() + c.upper() + c.casefold()):
+        return None
+    return _IN_CLASSES.get(cat, ())
 
 
 def _merged(piece: bytes, rank: Any) -> int:
