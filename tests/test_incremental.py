@@ -588,3 +588,53 @@ def test_a_cold_read_kept_for_later_tells_its_counting_how_far_it_has_read(
         seen.append([(c._size, c._bytes_read()) for c in made if c._size])
     assert trace["kept"]  # the second read was made to be kept
     assert seen[0] == seen[1] == [(path.stat().st_size, path.stat().st_size)]
+
+
+def _tokenized(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the tokenizer is given from now on (by any engine of this process)."""
+    from ctxfold.tokens.tokenizers import BpeTokenizer
+
+    seen: list[str] = []
+    count_batch = BpeTokenizer.count_batch
+
+    def recording(self: BpeTokenizer, texts: Any) -> list[int]:
+        seen.extend(texts)
+        return count_batch(self, texts)
+
+    monkeypatch.setattr(BpeTokenizer, "count_batch", recording)
+    return seen
+
+
+@pytest.mark.parametrize("header", ["kept", "changed"])
+def test_what_the_reader_held_is_not_tokenized_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, header: str
+) -> None:
+    """Claude Code writes a line no message comes of (a queue operation) after an assistant's
+    message the reader still holds: the next run takes that message's counts from the entry
+    (heldcounts.py) and tokenizes nothing, and gives the cold run's result. Counts changed in
+    the entry's header no longer check: the message is tokenized again, and the result is
+    still the cold run's."""
+    src = FIXTURES / "real" / "claude-code-sidechains.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    at = next(i for i in range(len(lines) // 2, len(lines)) if b'"type":"assistant"' in lines[i]) + 1
+    target = tmp_path / "s" / "session.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(b"".join(lines[:at]))
+    _cached(target)
+    entry = _entry(tmp_path)
+    raw = entry.read_bytes()
+    head, rest = raw[len(countstore.MAGIC) :].split(b"\n", 1)
+    doc = json.loads(head)
+    assert doc["held"]["counts"]  # the held message's texts, counted at the end of the run
+    if header == "changed":
+        counts = doc["held"]["counts"]
+        counts[next(iter(counts))] += 1000
+        entry.write_bytes(countstore.MAGIC + json.dumps(doc, sort_keys=True).encode() + b"\n" + rest)
+    with target.open("ab") as f:
+        f.write(b'{"type":"queue-operation","operation":"enqueue","timestamp":"2025-01-01T00:00:00Z"}\n')
+    seen = _tokenized(monkeypatch)
+    trace: dict[str, int] = {}
+    warm = _cached(target, trace)
+    assert trace["resumed"]
+    assert (seen == []) == (header == "kept")
+    assert warm == _doc(target)

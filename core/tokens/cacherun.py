@@ -21,6 +21,7 @@ from ctxfold.hashes import file_identity
 from ctxfold.tokens.countstore import ANSWER_MAX, Chunks, Entry, dumps, unpickle
 from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, with_progress
 from ctxfold.tokens.filecheck import PrefixCheck, PrefixHash, unchanged
+from ctxfold.tokens.heldcounts import HeldCounts, for_header
 from ctxfold.tokens.session import SessionCounter
 from ctxfold.transcript.model import Entry as LogEntry
 
@@ -86,6 +87,7 @@ class CachedRun:
         self.head: list[Any] | None = None
         self.detected = 0  # how many of those lines the format was detected from
         self.frozen = Chunks()
+        self.held: HeldCounts | None = None  # the counts the state's entry kept (resumed)
 
     def _entries(self, opened: Opened, it: Iterator[LogEntry]) -> Iterator[LogEntry]:
         for e in with_progress(opened, self.on_progress, it) if self.on_progress else it:
@@ -137,7 +139,7 @@ class CachedRun:
 
     def cold(self, cut: int) -> FileEstimate | None:
         self.saved, self.skipped, self.entries, self.resumed = None, [], 0, 0
-        self.read, self.tail = None, None
+        self.read, self.tail, self.held = None, None, None
         self.frozen = Chunks()
         self.head = None if self.fmt else []
         self.f.seek(0)
@@ -183,6 +185,7 @@ class CachedRun:
             session = state["session"]
             session["state"] = self.frozen.restored(session["state"])
             sc = SessionCounter.restore(start.counter(self.spec).counter, session)
+            self.held = HeldCounts.around(sc.counter, head.get("held"))
             self.skipped = list(state["skipped"])
             self.head = state["head"]
             self.detected = len(self.head) if self.head is not None else 0
@@ -234,7 +237,11 @@ class CachedRun:
                 self.saved = None
                 return None  # detection over the lines read since chooses another format: read cold
         more = continue_stream(opened, iter(tail), skip_invalid=self.skip_invalid)
+        held = self.held or HeldCounts.around(sc.counter, None)
+        held.record()  # what the reader held at the state is counted from here: the next run reuses it
         sc.feed(self._entries(opened, more), size=None)  # the engine planned for the lines before
+        if self.saved is not None and held.recorded:
+            self.saved[0]["held"] = for_header(held.recorded)
         if self.fmt and not self.entries:
             self.saved = None
             return None  # a forced format with no entry: the cold run's error says it

@@ -61,7 +61,8 @@ _SAFE = {
 
 @dataclass(frozen=True)
 class Entry:
-    """A cached state as read back: its header (``offset``, ``lines``, ``prefix_crc32``, and
+    """A cached state as read back: its header (``offset``, ``lines``, ``prefix_crc32``, ``held``:
+    the counts of texts counted after the state, ``heldcounts.py``, and
     ``answer``: ``size``, ``crc32``, ``stat`` and ``kept_ns`` of the file the answer was read
     from, the last two when its size did not change as it was read), the pickled state (None:
     not read yet, see ``CountStore.with_state``) and the pickled answer (or None), not yet
@@ -74,7 +75,7 @@ class Entry:
 
     def kept(self) -> dict[str, Any]:
         """The header as ``save`` takes it again (what describes the state, no answer)."""
-        return {k: self.header[k] for k in ("offset", "lines", "prefix_crc32") if k in self.header}
+        return {k: self.header[k] for k in ("offset", "lines", "prefix_crc32", "held") if k in self.header}
 
 
 class _Unpickler(pickle.Unpickler):
