@@ -2,13 +2,14 @@
 
 ``@dataclass`` writes the source of ``__init__``, ``__eq__``, ``__repr__`` (and a frozen
 class's ``__setattr__``) and compiles it every time the module is imported: on Python 3.11,
-about 1 ms a class, 60 ms of the statusline's 0.2 s for the 49 classes it loads (3.13 compiles
-a class's methods in one call, cheaper, but still each time). The
-same source always compiles to the same code, so :func:`kept_class_code` keeps the compiled
-code in the user's cache folder (``marshal``, the format of ``.pyc`` files, in a file named for
-the exact interpreter) and hands ``dataclasses`` the kept code for a source it has seen. Only
-the statusline's own process opts in (``cli/statusline.py``); importing ctxfold as a library
-never changes ``dataclasses``.
+about 1 ms a class, 60 ms of the statusline's 0.2 s for the 49 classes it loads, 40-50 ms of a
+small ``estimate`` (3.13 compiles a class's methods in one call, cheaper, but still each time).
+The same source always compiles to the same code, so :func:`kept_class_code` keeps the
+compiled code in the user's cache folder (``marshal``, the format of ``.pyc`` files, in a file
+named for the exact interpreter) and hands ``dataclasses`` the kept code for a source it has
+seen. Only the ``ctxfold`` command's own process opts in (``cli/main.py``, and the statusline's
+measuring in ``cli/statusline.py``); importing ctxfold as a library never changes
+``dataclasses``.
 
 The file is trusted as Python trusts the ``.pyc`` files beside the code: whoever can write the
 user's cache folder can already run code through them. A file that cannot be read back (cut

@@ -195,3 +195,23 @@ def test_a_library_import_leaves_dataclasses_alone() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(out.stdout) is False
+
+
+def test_every_command_keeps_the_code_and_answers_alike(tmp_path: Path) -> None:
+    """The ``ctxfold`` command's other commands opt in too: the first run writes the file, the
+    next one reads it, and both print what a run that keeps nothing prints."""
+    cache = tmp_path / "cache"
+    args = ["estimate", str(FIXTURES / "real" / "claude-code-sidechains.jsonl"), "--json"]
+
+    def out(**more: str) -> Any:
+        proc = subprocess.run(
+            [sys.executable, "-c", LAUNCH, *args], capture_output=True, text=True,
+            env={**_base_env(), "XDG_CACHE_HOME": str(cache), **more}, check=True, timeout=120,
+        )  # fmt: skip
+        return json.loads(proc.stdout)
+
+    first = out()
+    (kept,) = cache.glob("ctxfold/class-code-*.marshal")
+    stamp = kept.stat().st_mtime_ns
+    assert out() == first == out(CTXFOLD_NO_CACHE="1")
+    assert kept.stat().st_mtime_ns == stamp
