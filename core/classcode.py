@@ -90,7 +90,11 @@ def kept_class_code() -> Iterator[None]:
     if cache_off() or hasattr(dataclasses, "exec"):  # someone else's patch stays as it is
         yield
         return
-    kept = _Kept(code_file())
+    try:
+        kept = _Kept(code_file())
+    except Exception:  # no home folder to find the cache in, say: the classes compile as ever
+        yield
+        return
     dataclasses.exec = kept.exec  # type: ignore[attr-defined]  # a module global before the builtin
     try:
         yield

@@ -215,3 +215,14 @@ def test_every_command_keeps_the_code_and_answers_alike(tmp_path: Path) -> None:
     stamp = kept.stat().st_mtime_ns
     assert out() == first == out(CTXFOLD_NO_CACHE="1")
     assert kept.stat().st_mtime_ns == stamp
+
+
+def test_a_cache_folder_that_cannot_be_found_only_costs_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    def nowhere() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("CTXFOLD_NO_CACHE", raising=False)
+    monkeypatch.setattr(classcode, "code_file", nowhere)
+    with kept_class_code():
+        assert not hasattr(dataclasses, "exec")
+        assert _behaviour(_classes()) == _behaviour(_classes())

@@ -18,7 +18,7 @@ from conftest import ROOT
 # is the vocabulary the format readers write in; providers sit under strategies because a
 # strategy calls a summarizer; the framework adapters sit on compaction (the guard); the public
 # API (ctxfold/__init__) and the command line are last, and neither imports the adapters.
-FOUNDATION = {"errors", "names", "paths", "atomic", "hashes", "config", "settings", "prices"}
+FOUNDATION = {"errors", "names", "paths", "atomic", "hashes", "config", "settings", "prices", "classcode"}
 LAYERS = [
     "foundation",
     "transcript",
