@@ -525,11 +525,7 @@ def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:
     """The user pressed Esc (Claude Code's note after it, pi's aborted response): the next agent
     waits for their word, as the harness's own model does, rather than finish the stopped work or
     call it delivered (a real pi session: a cut-off "Excellent! The new architecture" read as done)."""
-    cut = Message(
-        "assistant",
-        (TextPart("Excellent! The new architecture"),),
-        extra={"message": {"stopReason": "aborted"}},
-    )
+    cut = Message("assistant", (TextPart("Excellent! The new architecture"),), stopped=True)  # pi's reader
     pi = [_user("Refactor the TUI onto AgentSession"), cut]
     claude = [_user("Run the migration"), _call("c1", "Bash", {"command": "make migrate"})]
     claude += [
@@ -553,7 +549,7 @@ def test_a_session_the_user_stopped_mid_answer_is_stopped_not_done() -> None:
     assert continued_request(note) == "Refactor the TUI onto AgentSession"
     assert assess([*pi, _user("ok go on, but keep the old file")]).state == IN_PROGRESS  # their word came
     call = ToolCallPart("b1", "bash", {"command": "npm run build"})
-    stopped_call = Message("assistant", (call,), extra={"message": {"stopReason": "aborted"}})
+    stopped_call = Message("assistant", (call,), stopped=True)
     text = digest(SummaryRequest([pi[0], stopped_call], 2000))
     assert "- Tool calls it did not make: `npm run build`." in text
 

@@ -250,3 +250,47 @@ def test_a_tool_result_list_keeps_its_parts(tmp_path: Path) -> None:
     )
     (tool,) = [m for m in load(path).messages if m.role == "tool"]
     assert isinstance(tool.parts[0], ToolResultPart) and tool.parts[1].kind == "media"
+
+
+def test_a_cancelled_request_is_a_stop_by_the_user_and_written_back(tmp_path: Path) -> None:
+    """Gemini CLI shows "Request cancelled." when the user presses Esc, and saves it as an info
+    record (never sent): the message before it is marked stopped, so a summary says the user
+    stopped the work (not that the request waits for an answer); a request cancelled while its
+    tool calls ran marks the turn. The writer puts the notice back after the message."""
+    from ctxfold.formats.gemini_cli.writer import write
+    from ctxfold.providers.standing import IN_PROGRESS, STOPPED, assess
+
+    cancelled = {
+        "id": "i1",
+        "timestamp": "2026-01-01T00:00:03.000Z",
+        "type": "info",
+        "content": "Request cancelled.",
+    }
+    other = {
+        "id": "i2",
+        "timestamp": "2026-01-01T00:00:03.000Z",
+        "type": "info",
+        "content": "Memory refreshed.",
+    }
+    call = {"id": "c1", "name": "run_shell_command", "args": {"command": "npm test"}, "status": "cancelled"}
+    request = [_header(), _user("u1", "Add a dark mode"), _gemini("g1", "Done: dark mode is in."),
+               _user("u2", "Now rewrite the build in Rust"), cancelled]  # fmt: skip
+    turn = [_header(), _user("u1", "Run the tests"), _gemini("g1", "", toolCalls=[call]), cancelled]
+    shown = [_header(), _user("u1", "Add a dark mode"), _gemini("g1", "Done."), _user("u2", "Go on"), other]
+    for name, lines, marked, state in (
+        ("request", request, ["u2"], STOPPED),
+        ("turn", turn, ["g1"], STOPPED),
+        ("shown", shown, [], IN_PROGRESS),
+    ):
+        path = write_jsonl(tmp_path / f"{name}.jsonl", lines)
+        t = load(path)
+        assert [m.id for m in t.messages if m.stopped] == marked, name
+        assert assess(t.messages).state == state, name
+        written = tmp_path / f"{name}-written.jsonl"
+        written.write_bytes(b"\n".join(write(t)) + b"\n")
+        notices = [r for r in map(json.loads, written.read_text().splitlines()) if r.get("type") == "info"]
+        assert [r["content"] for r in notices] == ["Request cancelled."] * len(marked), name
+        again = load(written)
+        assert [m.id for m in again.messages if m.stopped] == marked, name
+        assert [m.text for m in again.messages] == [m.text for m in t.messages], name
+        assert validate(str(written)).ok, name

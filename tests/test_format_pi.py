@@ -307,6 +307,8 @@ def test_edge_errors_and_partial_usage() -> None:
     )
     partial = by_id["b6"].usage
     assert partial is not None and (partial.prompt_tokens, partial.final) == (1003, False)
+    # the aborted response is marked stopped by the user; the overflow error and the rest are not
+    assert [m.id for m in by_id.values() if m.stopped] == ["b6"]
 
 
 # ----------------------------------------------------------------------- errors, streaming

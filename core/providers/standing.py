@@ -147,23 +147,23 @@ def progress_note(m: Message) -> bool:
 
 
 def aborted(m: Message) -> bool:
-    """A response the user stopped as it streamed (pi's ``stopReason: aborted``): cut off, never
-    a deliverable."""
-    if m.role != "assistant" or not m.extra:
-        return False
-    record = m.extra.get("message")
-    return isinstance(record, dict) and record.get("stopReason") == "aborted"
+    """A response the user stopped as it streamed (pi's aborted one, a Gemini CLI turn whose
+    request was cancelled): cut off, never a deliverable."""
+    return m.role == "assistant" and m.stopped
 
 
 def stops(m: Message, before: bool) -> bool:
     """Whether the conversation up to ``m`` ends with the user stopping the assistant (Claude
-    Code's interruption note, Codex's ``<turn_aborted>`` developer message, pi's aborted
-    response; tool results and harness text written after it keep it so), given ``before``, what
-    this said of the conversation up to the message before."""
+    Code's interruption note, Codex's ``<turn_aborted>`` developer message, a message the
+    reader marks ``stopped``: pi's aborted response, Gemini CLI's cancelled request; tool
+    results and harness text written after it keep it so), given ``before``, what this said of
+    the conversation up to the message before."""
+    if m.stopped:
+        return True
     if m.role in ("user", "system"):
         return m.text.lstrip().startswith(_INTERRUPT_NOTES) or (before and not user_words(m))
     if m.role == "assistant":
-        return aborted(m)
+        return False
     return before and bool(m.tool_results)
 
 

@@ -233,7 +233,10 @@ _USAGE_SETTERS = tuple(Usage.__dict__[name].__set__ for name in _USAGE_FIELDS)
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of the conversation: a role and its parts; ``usage`` is the provider's
-    count for the response it ends (assistant messages), ``branch`` a sub-agent's side chain.
+    count for the response it ends (assistant messages), ``branch`` a sub-agent's side chain,
+    ``stopped`` that the user stopped the assistant right after it, as the log shows (a
+    response cut off as it streamed, a request cancelled before its answer): shown to the user,
+    never sent, so it is no part of the message's text.
 
     >>> call = ctxfold.ToolCallPart("call_1", "bash", {"command": "pytest -q"})
     >>> m = ctxfold.Message("assistant", (ctxfold.TextPart("Running them."), call))
@@ -249,6 +252,7 @@ class Message:
     model: str | None = None
     branch: str | None = None  # None = main conversation; else a side chain (sub-agent) id
     extra: Mapping[str, Any] = _extra()
+    stopped: bool = False
     kind: ClassVar[str] = "message"
 
     @property

@@ -47,6 +47,7 @@ IGNORED_PREFIXES = ("/", "?")
 CONTEXT_PREFIXES = ("<session_context>", "<hook_context>")
 ACK = "Got it. Thanks for the additional context!"  # the model turn after Gemini CLI's own summary
 SNAPSHOT = "<state_snapshot>"
+CANCELLED = "Request cancelled."  # the info record after a request the user cancelled
 _USAGE_FIELDS: Mapping[str, str] = {
     "prompt_tokens": "tokens.input",
     "output_tokens": "tokens.output+thoughts",
@@ -188,10 +189,22 @@ def messages_of(records: Sequence[Mapping[str, Any]], i: int, line: Line, calls:
     r = records[i]
     kind = r.get("type")
     if kind == "user":
-        return _user(r, line, calls)
-    if kind == "gemini":
-        return _gemini(r, answered_after(records, i), line, calls)
-    return []
+        made = _user(r, line, calls)
+    elif kind == "gemini":
+        made = _gemini(r, answered_after(records, i), line, calls)
+    else:
+        return []
+    if made and cancelled_after(records, i):  # the turn (its request, or its tool calls) cut short
+        at = 0 if kind == "gemini" else -1
+        made[at] = replace(made[at], stopped=True)
+    return made
+
+
+def cancelled_after(records: Sequence[Mapping[str, Any]], i: int) -> bool:
+    """Whether the record after record ``i`` is the notice Gemini CLI shows when the user
+    cancels a request (Esc): the request or the turn's tool calls were cut short there."""
+    nxt = records[i + 1] if i + 1 < len(records) else None
+    return nxt is not None and nxt.get("type") == "info" and spelled(nxt.get("content")).strip() == CANCELLED
 
 
 def _user(r: Mapping[str, Any], line: Line, calls: Calls) -> list[Message]:

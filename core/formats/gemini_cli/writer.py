@@ -36,6 +36,7 @@ from ctxfold.formats.api_writing import current
 from ctxfold.formats.base import now_iso, zeroed
 from ctxfold.formats.gemini_cli.check import check, check_file
 from ctxfold.formats.gemini_cli.reader import DOCUMENT
+from ctxfold.formats.gemini_cli.records import CANCELLED
 from ctxfold.formats.genai.writer import content as genai_content
 from ctxfold.transcript.model import (
     CompactionMarker,
@@ -276,6 +277,8 @@ def records(
                 left = [p for p in left if isinstance(p, ToolResultPart)]  # its media went with it
             if left:
                 out.append(_user(m, left, ts))
+        if m.stopped and out:  # Gemini CLI's notice after it, shown and never sent
+            out.append({"id": str(uuid.uuid4()), "timestamp": ts, "type": "info", "content": CANCELLED})
         i += 1
     return out
 

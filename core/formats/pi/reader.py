@@ -298,6 +298,7 @@ class Reader(ListReader):
         extra: dict[str, Any],
         usage: Usage | None = None,
         model: str | None = None,
+        stopped: bool = False,
     ) -> Message:
         return Message(
             role,
@@ -307,6 +308,7 @@ class Reader(ListReader):
             usage=usage,
             model=model,
             extra=extra,
+            stopped=stopped,
         )
 
     def _message(self, d: dict[str, Any], line: Line) -> list[Entry]:
@@ -351,7 +353,10 @@ class Reader(ListReader):
         # usage stays whole in extra (cost, totalTokens) for a writer; the counts are in Usage
         extra["message"] = rest(m, ("role", "content", "model"))
         model = get_str(m, "model")
-        msg = self._msg("assistant", _blocks(m.get("content")), d, extra, usage=_usage(m), model=model)
+        stopped = m.get("stopReason") == "aborted"  # the user pressed Esc as it streamed
+        msg = self._msg(
+            "assistant", _blocks(m.get("content")), d, extra, usage=_usage(m), model=model, stopped=stopped
+        )
         err = m.get("errorMessage")
         if m.get("stopReason") != "error" or not isinstance(err, str):
             return [msg]
