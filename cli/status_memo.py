@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 FILE = "statusline.json"
 SESSIONS = 32  # the sessions whose lines are kept, the last measured last
 EDGE = 1 << 16  # bytes at each end of the transcript checked besides its size and times
+GROWN_MAX = 1 << 20  # bytes appended since the kept line that are read to see they change nothing
 ENV_PREFIXES = ("CTXFOLD_", "CLAUDE_", "PI_CODING_AGENT", "CODEX_HOME", "XDG_")
 ENV_NAMES = ("NO_COLOR", "HOME")
 
@@ -58,23 +59,78 @@ def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[A
 
 def recall(key: list[Any] | None) -> str | None:
     """The line kept for exactly these inputs, if any."""
+    kept = _kept(key)
+    if kept is None or kept.get("inputs") != _plain(key):
+        return None
+    text = kept.get("line")
+    return text if isinstance(text, str) else None
+
+
+def recall_grown(key: list[Any] | None) -> str | None:
+    """The line kept for this session when all that changed since is lines Claude Code appended
+    that its reader gives nothing for (queue operations, snapshots, hook progress: a third to a
+    half of the lines of a live session, ``formats/claude_code/lines.py``): every input but the
+    transcript the same, the transcript the same file grown from the kept size, its first bytes
+    and the kept last ones unchanged, and only such complete lines after them."""
+    kept = _kept(key)
+    if (
+        key is None
+        or kept is None
+        or kept.get("format") != "claude-code"
+        or not isinstance(kept.get("line"), str)
+    ):
+        return None
+    before, now = kept.get("inputs"), _plain(key)
+    if (
+        not isinstance(before, list)
+        or len(before) != len(now)
+        or [before[0], *before[2:]] != [now[0], *now[2:]]
+    ):
+        return None
+    old, new = before[1], now[1]  # _fingerprint's: size, mtime, inode, device, ctime, two CRC-32s
+    if not isinstance(old, list) or len(old) != len(new) or old[2:4] != new[2:4] or old[5] != new[5]:
+        return None
+    size = old[0]
+    if not isinstance(size, int) or not EDGE < size < new[0] or new[0] - size > GROWN_MAX:
+        return None
+    import zlib
+
+    from ctxfold.formats.claude_code.lines import adds_nothing
+
+    try:
+        with open(key[0], "rb") as f:
+            edge = os.pread(f.fileno(), EDGE, size - EDGE)
+            added = os.pread(f.fileno(), new[0] - size, size)
+    except OSError:
+        return None
+    if zlib.crc32(edge) != old[6] or not added.endswith(b"\n"):
+        return None
+    return kept["line"] if all(adds_nothing(raw) for raw in added.splitlines()) else None
+
+
+def _kept(key: list[Any] | None) -> dict[str, Any] | None:
+    """What is kept for ``key``'s session (its inputs, line and format), if anything."""
     if key is None:
         return None
     import json
 
     try:
-        line = json.loads(_file().read_bytes())[key[0]]
+        kept = json.loads(_file().read_bytes())[key[0]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not isinstance(line, dict) or line.get("inputs") != json.loads(json.dumps(key)):
-        return None
-    text = line.get("line")
-    return text if isinstance(text, str) else None
+    return kept if isinstance(kept, dict) else None
 
 
-def remember(key: list[Any], line: str) -> None:
-    """Keep ``line`` for ``key``'s session; a folder that cannot be written only costs the next
-    call its time."""
+def _plain(key: list[Any] | None) -> Any:
+    """``key`` as the kept file holds it (JSON: lists for tuples)."""
+    import json
+
+    return json.loads(json.dumps(key))
+
+
+def remember(key: list[Any], line: str, fmt: str | None = None) -> None:
+    """Keep ``line`` for ``key``'s session (whose transcript is in format ``fmt``); a folder
+    that cannot be written only costs the next call its time."""
     import json
 
     from ctxfold.atomic import write_unsynced
@@ -86,7 +142,7 @@ def remember(key: list[Any], line: str) -> None:
     except (OSError, ValueError):
         kept = {}
     kept.pop(key[0], None)
-    kept[key[0]] = {"inputs": key, "line": line}
+    kept[key[0]] = {"inputs": key, "line": line, "format": fmt}
     data = json.dumps(dict(list(kept.items())[-SESSIONS:])).encode()
     with contextlib.suppress(OSError):
         write_unsynced(path, (data,), prefix=f".{FILE}.", suffix=".tmp")

@@ -105,22 +105,26 @@ def line_for(data: dict[str, Any], *, color: bool = False) -> str:
     path = os.path.expanduser(data["transcript_path"])
     if not os.path.isfile(path):
         return waiting(name)
-    from ctxfold.cli.status_memo import inputs, recall, remember
+    from ctxfold.cli.status_memo import inputs, recall, recall_grown, remember
 
     key = inputs(path, data, color, code=__file__)
     kept = recall(key)
     if kept is not None:
         return kept  # an unchanged session: the line it got (status_memo.py)
+    kept = recall_grown(key)
+    if kept is not None and key is not None:  # only lines the reader gives nothing for were added
+        remember(key, kept, "claude-code")
+        return kept
     from ctxfold.classcode import kept_class_code
     from ctxfold.errors import CtxfoldError
 
     try:
         with kept_class_code():  # a third of what is loaded below is dataclasses compiling methods
-            line = _measure(path, data, color)
+            line, fmt = _measure(path, data, color)
     except CtxfoldError as err:
         return f"ctxfold: {_short(str(err))}"
     if key is not None and inputs(path, data, color, code=__file__) == key:  # nothing moved meanwhile
-        remember(key, line)
+        remember(key, line, fmt)
     return line
 
 
@@ -129,7 +133,8 @@ def waiting(name: str | None) -> str:
     return "ctxfold: no transcript yet" + (f" ({name})" if name else "")
 
 
-def _measure(path: str, data: dict[str, Any], color: bool) -> str:
+def _measure(path: str, data: dict[str, Any], color: bool) -> tuple[str, str]:
+    """The line for the transcript at ``path``, and the transcript's format."""
     from ctxfold.config import load_config
     from ctxfold.engine.now import predict_now, prior_for
     from ctxfold.engine.policy import make_policy
@@ -161,7 +166,7 @@ def _measure(path: str, data: dict[str, Any], color: bool) -> str:
     else:
         text += f" · over {where} ({_k(threshold)}): compaction due"
         tint = RED
-    return f"\x1b[{tint}m{text}\x1b[0m" if color and tint else text
+    return (f"\x1b[{tint}m{text}\x1b[0m" if color and tint else text), est.format
 
 
 def _harness_threshold(fmt: str, win: int, data: dict[str, Any], recorded: bool) -> tuple[int, str] | None:

@@ -269,6 +269,54 @@ def test_an_unchanged_session_gets_the_line_it_got(tmp_path: Path) -> None:
     assert grown == call(CTXFOLD_NO_CACHE="1")[0] != first
 
 
+def test_lines_that_add_nothing_keep_the_line_without_the_counting_code(tmp_path: Path) -> None:
+    """Claude Code appends bookkeeping lines its reader gives nothing for (queue operations, hook
+    progress): the line kept is the answer, no counting code loaded, and it is the line a full
+    measure draws. A conversation line, a line not yet finished, a changed earlier byte or
+    another setting is measured again."""
+    target = tmp_path / "session.jsonl"
+    source = FIXTURES / "real" / "claude-code-sidechains.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    target.write_bytes(b"".join(lines[:-3]))
+    inert = (
+        b'{"type":"queue-operation","operation":"enqueue","timestamp":"2026-01-01T00:00:00Z","sessionId":"s"}\n'
+        b'{"type":"progress","data":{"type":"hook_progress"},"sessionId":"s","uuid":"p1"}\n'
+    )
+
+    def call(**env: str) -> tuple[str, bool]:
+        out = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", LAUNCH, "statusline"], input=payload(target),
+            capture_output=True, text=True, env={**os.environ, **env}, check=True,
+        )  # fmt: skip
+        return out.stdout, "ctxfold.tokens.incremental" in out.stderr
+
+    def append(data: bytes) -> None:
+        with target.open("ab") as f:
+            f.write(data)
+
+    first, measured = call()
+    assert measured and "tokens" in first
+    append(inert)
+    assert call() == (first, False)
+    assert call(CTXFOLD_NO_CACHE="1")[0] == first  # what a full measure draws on these bytes
+    append(inert)
+    assert call() == (first, False)  # read on from the line kept after the last call
+    for change, env in (
+        (lambda: append(lines[-3]), {}),  # a message: measured
+        (lambda: append(inert[:40]), {}),  # a line being written
+        (lambda: append(b"\n" + inert), {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}),  # another setting
+    ):
+        change()
+        drawn, measured = call(**env)
+        assert measured and drawn == call(CTXFOLD_NO_CACHE="1", **env)[0]
+    call()
+    data = bytearray(target.read_bytes())
+    at = len(data) - 100  # an earlier byte rewritten (a digit of a count), then bookkeeping appended
+    data[at] = ord("7") if data[at] != ord("7") else ord("8")
+    target.write_bytes(bytes(data) + inert)
+    assert call()[1]
+
+
 def test_the_kept_line_follows_everything_it_is_made_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

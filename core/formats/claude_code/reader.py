@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
 from ctxfold.formats.claude_code.attachments import render as render_attachment
+from ctxfold.formats.claude_code.lines import CONVERSATION
 from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
     ApiError,
@@ -180,7 +181,7 @@ class Reader:
     def feed(self, line: Line) -> Iterable[Entry]:
         d = obj(line)
         t = need(d, "type", line, str)
-        if not self._started and t in ("assistant", "user", "system", "attachment"):
+        if not self._started and t in CONVERSATION:
             self._start(d)
         if t == "assistant":
             return self._assistant(d, line)
@@ -190,7 +191,7 @@ class Reader:
             return self._system(d, line)
         if t == "attachment":
             return self._attachment(d)
-        return ()  # summary, progress, snapshots... and future bookkeeping types
+        return ()  # summary, progress, snapshots... and future bookkeeping types (lines.py)
 
     def finish(self) -> Iterable[Entry]:
         return self._flush()
