@@ -99,8 +99,8 @@ def recall_grown(key: list[Any] | None) -> str | None:
 
     try:
         with open(key[0], "rb") as f:
-            edge = os.pread(f.fileno(), EDGE, size - EDGE)
-            added = os.pread(f.fileno(), new[0] - size, size)
+            f.seek(size - EDGE)
+            edge, added = f.read(EDGE), f.read(new[0] - size)
     except OSError:
         return None
     if zlib.crc32(edge) != old[6] or not added.endswith(b"\n"):
@@ -175,7 +175,8 @@ def _fingerprint(path: str) -> list[int] | None:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
             head = f.read(EDGE)
-            tail = os.pread(f.fileno(), EDGE, max(0, st.st_size - EDGE)) if st.st_size > EDGE else b""
+            f.seek(max(0, st.st_size - EDGE))  # a seek and a read: Windows has no os.pread
+            tail = f.read(EDGE) if st.st_size > EDGE else b""
     except OSError:
         return None
     return [*file_identity(st), zlib.crc32(head), zlib.crc32(tail)]
