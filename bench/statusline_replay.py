@@ -8,7 +8,7 @@ last ``--lines`` lines is written to a scratch folder and read once by ``ctxfold
 (as Claude Code runs it, a private cache folder); then each of those lines is appended in turn
 and the command run again, as Claude Code runs it after each line it writes. Every ``--python``
 given is measured on the same lines, in alternation, next to the first one's ``python -c pass`` (the anchor).
-A live session's lines are not all messages: a third to a half are bookkeeping (queue
+A live session's lines are not all messages: a fifth to two fifths are bookkeeping (queue
 operations, snapshots, hook progress), which ``bench/cache.py``'s copies of lines from a
 generated file's middle hold fewer of. It prints numbers and asserts nothing.
 """

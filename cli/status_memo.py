@@ -1,4 +1,5 @@
-"""The statusline's line for an unchanged session: the one it got last time.
+"""The statusline's line for an unchanged session: the one it got last time. Also for a Claude
+Code session that grew only by bookkeeping lines its reader gives nothing for (``recall_grown``).
 
 Claude Code also runs its status command every ``refreshInterval`` seconds, and at events that
 leave the transcript as it was. Such a call is answered with the line the last call made, without
@@ -7,7 +8,7 @@ from: the transcript's and each file's identity, size and change times (and the 
 first and last bytes), the environment ctxfold reads, the payload's fields it uses, the working
 directory, and ctxfold's own code. Kept in one small file for the last ``SESSIONS`` sessions;
 ``CTXFOLD_NO_CACHE`` turns it off with the count cache. This module imports nothing it does not
-need: the standard ``json`` and the paths.
+need: the standard ``json``, the paths, and Claude Code's line types.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def recall(key: list[Any] | None) -> str | None:
 
 def recall_grown(key: list[Any] | None) -> str | None:
     """The line kept for this session when all that changed since is lines Claude Code appended
-    that its reader gives nothing for (queue operations, snapshots, hook progress: a third to a
-    half of the lines of a live session, ``formats/claude_code/lines.py``): every input but the
+    that its reader gives nothing for (queue operations, snapshots, hook progress: a fifth to two
+    fifths of a live session's lines, ``formats/claude_code/lines.py``): every input but the
     transcript the same, the transcript the same file grown from the kept size, its first bytes
     and the kept last ones unchanged, and only such complete lines after them."""
     kept = _kept(key)
