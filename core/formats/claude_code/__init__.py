@@ -2,10 +2,10 @@
 
 - ``attachments``: attachment lines as the model sees them
 - ``check``: the format's own rules, for validate and the writer
+- ``lines``: which lines are the conversation and which are bookkeeping
 - ``parts``: content blocks to parts
 - ``reader``: reads lines into entries
 - ``writer``: writes a transcript back in this format
-- ``lines``: which lines are the conversation and which are bookkeeping
 
 The reader is imported on first use of the names below, so that ``lines`` loads alone (the
 statusline's check of appended lines).
