@@ -1,5 +1,5 @@
 """The statusline's line for an unchanged session: the one it got last time. Also for a Claude
-Code session that grew only by bookkeeping lines its reader gives nothing for (``recall_grown``).
+Code session that grew only by bookkeeping lines its reader gives nothing for (``recall``).
 
 Claude Code also runs its status command every ``refreshInterval`` seconds, and at events that
 leave the transcript as it was. Such a call is answered with the line the last call made, without
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 FILE = "statusline.json"
 SESSIONS = 32  # the sessions whose lines are kept, the last measured last
 EDGE = 1 << 16  # bytes at each end of the transcript checked besides its size and times
+CLAUDE_CODE = "claude-code"  # the format whose bookkeeping lines change nothing (lines.py)
 GROWN_MAX = 1 << 20  # bytes appended since the kept line that are read to see they change nothing
 ENV_PREFIXES = ("CTXFOLD_", "CLAUDE_", "PI_CODING_AGENT", "CODEX_HOME", "XDG_")
 ENV_NAMES = ("NO_COLOR", "HOME")
@@ -58,55 +59,54 @@ def inputs(path: str, data: dict[str, Any], color: bool, *, code: str) -> list[A
     ]
 
 
-def recall(key: list[Any] | None) -> str | None:
-    """The line kept for exactly these inputs, if any."""
+def recall(key: list[Any] | None) -> tuple[str, bool] | None:
+    """The line kept for these inputs, if any, and whether it was kept for fewer bytes of the
+    transcript (then call ``remember`` with ``key``, so that the next call starts from here):
+    for exactly these inputs, or for a Claude Code session that grew only by lines its reader
+    gives nothing for (``_grown_by_nothing``)."""
     kept = _kept(key)
-    if kept is None or kept.get("inputs") != _plain(key):
-        return None
-    text = kept.get("line")
-    return text if isinstance(text, str) else None
-
-
-def recall_grown(key: list[Any] | None) -> str | None:
-    """The line kept for this session when all that changed since is lines Claude Code appended
-    that its reader gives nothing for (queue operations, snapshots, hook progress: a fifth to two
-    fifths of a live session's lines, ``formats/claude_code/lines.py``): every input but the
-    transcript the same, the transcript the same file grown from the kept size, its first bytes
-    and the kept last ones unchanged, and only such complete lines after them."""
-    kept = _kept(key)
-    if (
-        key is None
-        or kept is None
-        or kept.get("format") != "claude-code"
-        or not isinstance(kept.get("line"), str)
-    ):
+    line = kept.get("line") if kept is not None else None
+    if key is None or kept is None or not isinstance(line, str):
         return None
     before, now = kept.get("inputs"), _plain(key)
+    if before == now:
+        return line, False
+    if kept.get("format") == CLAUDE_CODE and _grown_by_nothing(key[0], before, now):
+        return line, True
+    return None
+
+
+def _grown_by_nothing(path: str, before: Any, now: list[Any]) -> bool:
+    """Whether all that changed between the kept inputs ``before`` and ``now`` is lines Claude
+    Code appended that its reader gives nothing for (queue operations, snapshots, hook progress:
+    a fifth to two fifths of a live session's lines, ``formats/claude_code/lines.py``): every
+    input but the transcript the same, the transcript the same file grown from the kept size,
+    its first bytes and the kept last ones unchanged, and only such complete lines after them."""
     if (
         not isinstance(before, list)
         or len(before) != len(now)
         or [before[0], *before[2:]] != [now[0], *now[2:]]
     ):
-        return None
+        return False
     old, new = before[1], now[1]  # _fingerprint's: size, mtime, inode, device, ctime, two CRC-32s
     if not isinstance(old, list) or len(old) != len(new) or old[2:4] != new[2:4] or old[5] != new[5]:
-        return None
+        return False
     size = old[0]
     if not isinstance(size, int) or not EDGE < size < new[0] or new[0] - size > GROWN_MAX:
-        return None
+        return False
     import zlib
 
     from ctxfold.formats.claude_code.lines import adds_nothing
 
     try:
-        with open(key[0], "rb") as f:
+        with open(path, "rb") as f:
             f.seek(size - EDGE)
             edge, added = f.read(EDGE), f.read(new[0] - size)
     except OSError:
-        return None
+        return False
     if zlib.crc32(edge) != old[6] or not added.endswith(b"\n"):
-        return None
-    return kept["line"] if all(adds_nothing(raw) for raw in added.splitlines()) else None
+        return False
+    return all(adds_nothing(raw) for raw in added.splitlines())
 
 
 def _kept(key: list[Any] | None) -> dict[str, Any] | None:

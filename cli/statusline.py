@@ -105,16 +105,15 @@ def line_for(data: dict[str, Any], *, color: bool = False) -> str:
     path = os.path.expanduser(data["transcript_path"])
     if not os.path.isfile(path):
         return waiting(name)
-    from ctxfold.cli.status_memo import inputs, recall, recall_grown, remember
+    from ctxfold.cli.status_memo import CLAUDE_CODE, inputs, recall, remember
 
     key = inputs(path, data, color, code=__file__)
     kept = recall(key)
-    if kept is not None:
-        return kept  # an unchanged session: the line it got (status_memo.py)
-    kept = recall_grown(key)
-    if kept is not None and key is not None:  # only lines the reader gives nothing for were added
-        remember(key, kept, "claude-code")
-        return kept
+    if kept is not None:  # unchanged, or grown by lines that change nothing (status_memo.py)
+        line, grown = kept
+        if grown and key is not None:
+            remember(key, line, CLAUDE_CODE)
+        return line
     from ctxfold.classcode import kept_class_code
     from ctxfold.errors import CtxfoldError
 

@@ -52,6 +52,8 @@ class HeldCounts:
         return self.count_batch([text])[0]
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
+        if not self.known and self.recorded is None:  # a cold read, or nothing kept: no digests
+            return list(self.inner.count_batch(texts))
         keys = [digest(t.encode("utf-8", "surrogatepass")) for t in texts]
         known = self.known
         missing = [t for t, k in zip(texts, keys, strict=True) if k not in known]
