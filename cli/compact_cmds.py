@@ -1,7 +1,5 @@
 """The ``compact``, ``validate`` and ``config`` commands (``app`` registers them)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -106,6 +106,31 @@ def test_a_json_run_never_loads_rich(command: str, tmp_path: Path) -> None:
     assert "ctxfold.tokens.session" in loaded and "rich" not in loaded
 
 
+def test_the_commands_annotations_need_no_eval() -> None:
+    """Typer reads each command's parameters from its annotations: written as strings (``from
+    __future__ import annotations``), every one is compiled and evaluated at each start-up."""
+    import typer.main
+
+    from ctxfold.cli.app import app
+
+    def callbacks(group: typer.Typer) -> list[object]:
+        found = [info.callback for info in group.registered_commands]
+        for sub in group.registered_groups:
+            assert sub.typer_instance is not None
+            found += callbacks(sub.typer_instance)
+        return found
+
+    commands = callbacks(app)
+    assert len(commands) >= 8 and typer.main.get_command(app)  # every command, as Typer builds them
+    written_as_text = [
+        f"{getattr(f, '__qualname__', f)}: {name}"
+        for f in commands
+        for name, hint in getattr(f, "__annotations__", {}).items()
+        if isinstance(hint, str)
+    ]
+    assert written_as_text == []
+
+
 def _invocations() -> list[list[str]]:
     """Every command and group, its help and a usage error, with and without ``--debug``."""
     from typer.main import get_command
