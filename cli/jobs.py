@@ -171,13 +171,18 @@ def _round(
     ready: Callable[[list[Any]], None],
 ) -> list[int]:
     """Read the files ``todo`` (indices) in a pool; return those lost to a broken pool."""
+    import pickle
     from concurrent.futures.process import BrokenProcessPool
 
     chunks = _chunks(todo, chunk, jobs)
     lost: list[int] = []
+    # pickled here, once: the pool pickles each task in a thread of its own, and meanwhile this
+    # thread finishes the files already in, which may add to what ``work``'s settings hold (the
+    # price list remembers each model it looked up): "dictionary changed size during iteration"
+    call = pickle.dumps(work, pickle.HIGHEST_PROTOCOL)
     pool = _pool(jobs)
     try:
-        futures = [pool.submit(_work_all, work, [paths[i] for i in c]) for c in chunks]
+        futures = [pool.submit(_work_all, call, [paths[i] for i in c]) for c in chunks]
         for f, c in zip(futures, chunks, strict=True):
             f.add_done_callback(_advancing(advance, f, len(c)))
         for f, c in zip(futures, chunks, strict=True):
@@ -233,7 +238,10 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _work_all(work: Callable[..., Any], paths: list[str]) -> list[tuple[str, Any]]:
+def _work_all(call: bytes, paths: list[str]) -> list[tuple[str, Any]]:
+    import pickle
+
+    work = pickle.loads(call)
     return [_work(work, p) for p in paths]
 
 

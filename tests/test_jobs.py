@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,43 @@ def test_a_bug_or_a_dead_worker_costs_only_its_file(tmp_path: Path, monkeypatch:
     failed = {Path(f["path"]).name: f["error"] for f in doc["failed"]}
     assert "internal error: ZeroDivisionError: a bug met on this file" in failed["b-bug.jsonl"]
     assert "the worker process reading it died" in failed["d-die.jsonl"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A value pickled by Python code (a frozen dataclass with slots gets a ``__getstate__``
+    written in Python), as the price list's are: there the pickling thread may give up the
+    interpreter to the main one."""
+
+    n: int
+
+
+def _size_of(path: str, *, settings: dict[int, _Kept], on_progress: Any = None) -> int:
+    return os.path.getsize(path)
+
+
+def test_finishing_files_while_workers_read_never_races_the_settings_sent_to_them(tmp_path: Path) -> None:
+    """``finish`` runs here while later files are still being sent to the workers, and may
+    touch what the settings hold (the price list remembers each model it looked up). Once, a
+    folder's ``report`` met "dictionary changed size during iteration": the pool pickles each
+    task in a thread of its own, and it was pickling a dict ``finish`` was adding to."""
+    from functools import partial
+
+    paths = []
+    for i in range(120):
+        paths.append(str(tmp_path / f"{i:03d}.jsonl"))
+        Path(paths[-1]).write_bytes(b"x" * i)
+    shared = {k: _Kept(k) for k in range(20_000)}  # some ms to pickle: the window the race needs
+    work = partial(_size_of, settings=shared)
+
+    def finish(size: int) -> int:
+        for k in range(200):
+            shared[-size * 1000 - k] = _Kept(k)  # what a memo does while the next tasks are sent
+        return size
+
+    results, failed = jobs.read_files((paths, []), work, finish, jobs=2, progress=False)
+    assert failed == []
+    assert results == list(range(120))
 
 
 def test_nothing_is_learned_from_a_file_that_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
