@@ -253,6 +253,8 @@ def test_text_with_a_few_plain_others_splits_as_with_the_full_pattern(encoding: 
 
     import regex
 
+    if ranktable.ascii_pattern(encoding) is None:
+        pytest.skip(f"this Python's re cannot run {encoding}'s pattern (possessive quantifiers: 3.11)")
     full = regex.compile(encodings.pattern(encoding))
     sample = _ASCII_SAMPLE + _OTHERS_SAMPLE
     wrong = []
@@ -280,7 +282,8 @@ def test_the_python_engine_counts_text_with_a_few_others_as_tiktoken(text: str) 
         want = len(_reference(encoding).encode_ordinary(text))  # type: ignore[attr-defined]
         table = RankTable(encoding, _cached_engines(encoding)["python"]._path)  # type: ignore[attr-defined]
         assert table.count(text) == want
-        assert table._pattern is None or not text.isascii()
+        stdlib = ranktable.ascii_pattern(encoding) is not None  # not cl100k's before Python 3.11
+        assert table._pattern is None or not text.isascii() or not stdlib
 
 
 _ENGINES: dict[str, dict[str, object]] = {}
