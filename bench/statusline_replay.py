@@ -16,39 +16,17 @@ generated file's middle hold fewer of. It prints numbers and asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _child import child_env
-
-
-def _ctl(python: str) -> list[str]:
-    beside = Path(python).parent / "ctxfold"
-    return [str(beside)] if beside.is_file() else [python, "-m", "ctxfold"]
-
-
-def _payload(transcript: Path) -> str:
-    """What Claude Code sends a statusline command (docs/commands.md, "statusline")."""
-    return json.dumps({
-        "hook_event_name": "Status", "session_id": transcript.stem, "transcript_path": str(transcript),
-        "cwd": str(transcript.parent), "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
-        "version": "2.1.121",
-    })  # fmt: skip
-
-
-def _wall(cmd: list[str], env: dict[str, str], stdin: str = "") -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
-    return time.perf_counter() - t
+from cache import _ctl, _payload, _wall  # the same command, payload and clock as cache.py's statusline runs
 
 
 def replay(session: Path, pythons: list[str], n: int, work: Path) -> dict[str, list[float]]:
