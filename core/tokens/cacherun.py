@@ -23,6 +23,7 @@ from ctxfold.tokens.estimate import FileEstimate, Spec, Start, begin, end, with_
 from ctxfold.tokens.filecheck import PrefixCheck, PrefixHash, unchanged
 from ctxfold.tokens.heldcounts import HeldCounts, for_header
 from ctxfold.tokens.session import SessionCounter
+from ctxfold.tokens.split import RawLines, feed
 from ctxfold.transcript.model import Entry as LogEntry
 
 UNREADABLE = "the count cache entry for this file could not be read back: ignored, counted afresh"
@@ -36,25 +37,14 @@ def _extended(hasher: PrefixHash, data: bytes) -> PrefixHash:
     return out
 
 
-class _Raws:
+class _Raws(RawLines):
     """The raw lines of a file up to byte ``end``, hashed as they are read (or, without a
     ``hasher``, kept to hash once the prefix's hash is known)."""
 
     def __init__(self, f: BinaryIO, end: int, hasher: Any, lines: int) -> None:
-        self.f, self.end, self.hasher, self.lines = f, end, hasher, lines
-        self.pos = f.tell()
+        self.hasher = hasher
         self.kept: list[bytes] = []
-
-    def __iter__(self) -> Iterator[bytes]:
-        f, update = self.f, self.hasher.update if self.hasher is not None else self.kept.append
-        while self.pos < self.end:
-            raw = f.readline()
-            if not raw:
-                return
-            update(raw)
-            self.pos += len(raw)
-            self.lines += 1
-            yield raw
+        super().__init__(f, end, lines, hasher.update if hasher is not None else self.kept.append)
 
 
 class CachedRun:
@@ -159,7 +149,8 @@ class CachedRun:
         if not start.decided:  # a short log that names no model yet: the next lines may
             return None
         sc = start.counter(self.spec)
-        sc.feed(stream, size=cut, finish=False, read=lambda: opened.bytes_read)
+        wrap = lambda it: self._entries(opened, it)  # noqa: E731
+        feed(sc, stream, opened, raws, cut, skip_invalid=self.skip_invalid, wrap=wrap)
         document = self.f.tell() != raws.pos  # one JSON document: the whole file is read
         if self.entries and not document:
             self._keep(opened, sc, start, raws)

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ctxfold.config import Config
-from ctxfold.formats.loader import Opened, open_transcript
+from ctxfold.formats.jsonl import _lines, open_binary
+from ctxfold.formats.loader import Opened, continue_stream, open_lines, open_transcript
 from ctxfold.settings import setting
+from ctxfold.tokens import split
 from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.filecheck import complete_end
 from ctxfold.tokens.harness_prompts import HarnessPrompt, choose
 from ctxfold.tokens.models import ResolvedModel, resolve
 from ctxfold.tokens.session import Replay, Request, SessionCounter
@@ -92,11 +95,16 @@ def estimate_file(
 ) -> FileEstimate:
     """A file's counts, read from its first line (``incremental.count_file`` reads on from
     where an earlier run ended)."""
-    opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
-    entries = with_progress(opened, on_progress) if on_progress else opened.entries
     size = 0  # a stream (bytes an engine read from a bucket) has none to plan helpers by
     if isinstance(path, (str, Path)) and str(path) != "-" and os.path.isfile(path):
         size = os.path.getsize(path)
+    spec = Spec(model, tokenizer, window, config or Config())
+    if size >= split.MIN_BYTES:
+        large = _estimate_large(str(path), size, spec, fmt, skip_invalid, on_progress)
+        if large is not None:
+            return large
+    opened = open_transcript(path, fmt=fmt, skip_invalid=skip_invalid)
+    entries = with_progress(opened, on_progress) if on_progress else opened.entries
     result = estimate_entries(
         entries,
         opened.format,
@@ -104,14 +112,54 @@ def estimate_file(
         model=model,
         tokenizer=tokenizer,
         window=window,
-        config=config,
+        config=spec.config,
         size=size,
         read=lambda: opened.bytes_read,
     )
+    return _read_from(result, opened)
+
+
+def _read_from(result: FileEstimate, opened: Opened) -> FileEstimate:
     result.skipped = [str(e) for e in opened.skipped]
     result.notes = list(opened.warnings)
     result.bytes_read, result.lines_read = opened.bytes_read, opened.lines_read
     return result
+
+
+def _estimate_large(
+    path: str,
+    size: int,
+    spec: Spec,
+    fmt: str | None,
+    skip_invalid: bool,
+    on_progress: Callable[[Opened], None] | None,
+) -> FileEstimate | None:
+    """A large file of a format whose reader can start mid-file: its complete lines read with
+    ``split.feed`` (the part after a seam in a second process), then the rest. None: read it as
+    any other file (another format, or a forced one no line is in: that read says so)."""
+    seen = 0
+
+    def wrap(it: Iterator[Any]) -> Iterator[Any]:
+        nonlocal seen
+        for e in with_progress(opened, on_progress, it) if on_progress else it:
+            seen += 1
+            yield e
+
+    with open_binary(path) as f:
+        cut = complete_end(f, size)
+        f.seek(0)
+        raws = split.RawLines(f, cut)
+        opened = open_lines(path, _lines(f, raws), fmt=fmt, skip_invalid=skip_invalid, finish=False)
+        if split.seams(opened.format) is None or f.tell() != raws.pos:
+            return None
+        head, start = begin(wrap(opened.entries), opened.format, spec)
+        sc = start.counter(spec)
+        split.feed(sc, head, opened, raws, cut, skip_invalid=skip_invalid, wrap=wrap)
+        f.seek(raws.pos)
+        sc.feed(wrap(continue_stream(opened, _lines(f, no=raws.lines), skip_invalid=skip_invalid)), size=None)
+    if fmt is not None and not seen:
+        return None
+    return _read_from(end(sc.state, start, opened.format, path, spec), opened)
 
 
 def estimate_entries(

@@ -102,6 +102,15 @@ class RecordedCompaction:
     trigger: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """A message counted elsewhere (by the process that read a large log's second part,
+    ``tokens/split.py``), with its count: replayed as it is, not tokenized again."""
+
+    message: Message
+    count: MessageCount
+
+
 @dataclass
 class Replay:
     """State after replaying a whole stream: the request rows and the context now."""
@@ -194,6 +203,12 @@ class SessionCounter:
             self._release_summary()
         return self.state
 
+    @property
+    def holds_summary(self) -> bool:
+        """Whether a compaction's summary waits for the next message (whose text says whether
+        that message is the summary)."""
+        return self._held_summary is not None
+
     def snapshot(self) -> dict[str, Any]:
         """What resuming needs besides the counter (rebuilt from the settings): plain data."""
         return {
@@ -221,12 +236,15 @@ class SessionCounter:
         counts = iter(message_counts)
         facts = self.state.facts
         for e in buf:
+            mc = None
+            if type(e) is Counted:
+                e, mc = e.message, e.count
             if not facts.done:
                 facts.see(e)
             if self._held_summary is not None and not isinstance(e, (Message, ContextUpdate)):
                 self._release_summary()
             if isinstance(e, Message):
-                self._message(e, next(counts))
+                self._message(e, mc if mc is not None else next(counts))
             elif isinstance(e, ContextUpdate):
                 self._update(e)
             elif isinstance(e, CompactionMarker):

@@ -1,0 +1,133 @@
+"""Where a Claude Code log can be read from its middle, and how that read joins the first part's.
+
+A large log's second part is read by another process (``tokens/split.py``) while this one reads
+the first. The reader's state runs across lines, so the second part starts at a *seam*: a user
+line that is not only tool results. The reader never holds such a line back: reading it first
+emits every response and result it was holding (``Reader.finish`` does the same), so a reader
+started fresh there emits what the reader of the whole file does, but for three things the
+join mends or checks:
+
+- the session id and model it announces: unknown at the start, so its first announcements may
+  repeat what the first part's reader already had (``join`` drops what it repeats);
+- tool results whose call it did not see: named by the first part's reader when the call is
+  among those it kept open (then the join is refused, and the part read here again);
+- which sub-agent's transcript the file is: read from the file's first conversation line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+from ctxfold.formats.claude_code.lines import CONVERSATION
+from ctxfold.formats.claude_code.reader import Reader
+from ctxfold.transcript.model import ContextUpdate, Entry
+
+# Neither a session id nor a model: what a reader started at a seam knows of both.
+UNKNOWN = "\x00unknown"
+# How far into the file its first conversation line is looked for.
+HEAD_LINES = 200
+
+
+def is_seam(data: Any) -> bool:
+    """Whether a fresh reader may start at this line (a parsed JSON line): a main-chain user line
+    whose content is a text, or blocks that are not all tool results. (A sub-agent's prompt on a
+    side chain is no seam worth trying: the main chain's call that started it is still open.)"""
+    if not isinstance(data, dict) or data.get("type") != "user" or data.get("isSidechain") is True:
+        return False
+    msg = data.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return True
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in content)
+        and any(b["type"] != "tool_result" for b in content)
+    )
+
+
+class _Watched(dict[Any, Any]):
+    """The open tool calls' names, noting each call id looked for and not found."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missed: set[Any] = set()
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key not in self:
+            self.missed.add(key)
+        return super().pop(key, *default)
+
+    def __contains__(self, key: object) -> bool:
+        found = super().__contains__(key)
+        if not found:
+            self.missed.add(key)
+        return found
+
+
+def tail_reader(f: BinaryIO, seam: int) -> Reader:
+    """A reader for the lines from byte ``seam`` of ``f``: started as the file's first
+    conversation line starts it, when that line comes before the seam."""
+    reader = Reader()
+    reader._session = reader._model = UNKNOWN
+    reader._names = _Watched()
+    f.seek(0)
+    for _, raw in zip(range(HEAD_LINES), iter(f.readline, b""), strict=False):
+        if f.tell() > seam:
+            break
+        try:
+            d = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(d, dict) and d.get("type") in CONVERSATION:
+            reader._start(d)
+            break
+    return reader
+
+
+def at_seam(reader: Reader) -> Iterable[Entry]:
+    """What the first part's reader emits at the seam line, before that line's own entries."""
+    return reader.finish()
+
+
+def detach(reader: Reader) -> set[Any]:
+    """The call ids the tail's reader looked for and did not find; its names made a plain dict
+    (the reader is sent back to the first process)."""
+    names = reader._names
+    missed = names.missed if isinstance(names, _Watched) else set()
+    reader._names = dict(names)
+    return missed
+
+
+def join(
+    first: Reader, tail: Reader, missed: set[Any], entries: list[Any]
+) -> tuple[Reader, list[Any]] | None:
+    """The reader of the whole file and the tail's entries as it would have emitted them, from
+    the first part's reader at the seam, the tail's at its end and what it missed; None when
+    the first part's open calls would have named a result the tail's reader left unnamed."""
+    if missed & first._names.keys():
+        return None
+    tail._names = {**first._names, **tail._names}
+    if tail._session == UNKNOWN:
+        tail._session = first._session
+    if tail._model == UNKNOWN:
+        tail._model = first._model
+    return tail, list(_announced(first, entries))
+
+
+def _announced(first: Reader, entries: list[Any]) -> Iterator[Any]:
+    """``entries`` without what they announce that the first part's reader knew already."""
+    session, model = first._session, first._model
+    for e in entries:
+        if type(e) is not ContextUpdate:
+            yield e
+            continue
+        sid = e.session_id if e.session_id is not None and e.session_id != session else None
+        new_model = e.model if e.model is not None and e.model != model else None
+        session, model = e.session_id or session, e.model or model
+        if sid is not None or new_model is not None:
+            agent = {"agent_id": first._own} if sid is not None and first._own else {}
+            yield ContextUpdate(model=new_model, session_id=sid, extra=agent)

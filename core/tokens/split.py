@@ -1,0 +1,319 @@
+"""Reading a large log in two processes: its first part here, the rest in a forked process.
+
+Parsing is most of a large Claude Code log's estimate (1.7 s of 4.0 for 200 MB), and one process
+parses it however fast the tokenizer counts. A format whose reader can start mid-file at a *seam*
+(its ``seam`` module, ``SEAMS``) has the part from the first seam after the middle read and
+counted by a forked process while this one reads up to it. That part's entries come back without
+their text, each with its counts (``session.Counted``), and are replayed here in order, after the
+entries the first part's reader emits at the seam. Its join is checked (``seam.join``): when the
+other reader could not have given what the whole file's reader gives, or met anything but good
+lines (a bad line, a line still being written), its work is dropped and the part read here
+instead. The result is the serial run's either way; the tests compare them at many seams.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from ctxfold.formats.base import Line
+from ctxfold.formats.jsonl import _lines
+from ctxfold.formats.loader import Opened, continue_stream
+from ctxfold.tokens import parallel
+from ctxfold.tokens.counting import Counter, MessageCount
+from ctxfold.tokens.session import (
+    BATCH_CHARS,
+    BATCH_MESSAGES,
+    SERVER_TOOLS,
+    Counted,
+    SessionCounter,
+    _chars,
+    collector_paused,
+)
+from ctxfold.transcript.model import CompactionMarker, Message, OpaquePart
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+# Logs smaller than this are read in one process. `estimate` of the generated Claude Code log,
+# one process against two (best of 3): ... (see docs/benchmarks.md, round 23).
+MIN_BYTES = 32_000_000
+AT = 0.5  # where the seam is looked for, as a fraction of the bytes to read
+LOOK = 8_000_000  # how far past that point (a seam is a user's line: a few per megabyte)
+SEAMS = {"claude-code": "ctxfold.formats.claude_code.seam"}
+# What the replay reads of a message counted elsewhere, besides its fields: where the log was
+# written (``cwd``) and what names the harness (``LogFacts``).
+_KEPT_EXTRA = ("cwd", "version", "entrypoint", "requestId")
+
+
+class RawLines:
+    """A file's raw lines from where it stands up to byte ``end`` (lowered to stop at a seam),
+    each shown to ``seen`` (a hash's ``update``, a list's ``append``) as it is read."""
+
+    def __init__(
+        self, f: BinaryIO, end: int, lines: int = 0, seen: Callable[[bytes], Any] | None = None
+    ) -> None:
+        self.f, self.end, self.lines, self.seen = f, end, lines, seen
+        self.pos = f.tell()
+
+    def __iter__(self) -> Iterator[bytes]:
+        f, seen = self.f, self.seen
+        while self.pos < self.end:
+            raw = f.readline()
+            if not raw:
+                return
+            if seen is not None:
+                seen(raw)
+            self.pos += len(raw)
+            self.lines += 1
+            yield raw
+
+    def skip(self, to: int, lines: int) -> None:
+        """Pass over the bytes up to ``to`` (``lines`` lines, read elsewhere), shown to ``seen``
+        in blocks."""
+        self.f.seek(self.pos)
+        while self.seen is not None and self.pos < to:
+            block = self.f.read(min(1 << 20, to - self.pos))
+            if not block:
+                break
+            self.seen(block)
+            self.pos += len(block)
+        self.pos = to
+        self.f.seek(to)
+        self.lines += lines
+
+
+@dataclass
+class Tail:
+    """What the forked process read: its entries (messages counted, without their text), its
+    reader at the end, the call ids that reader missed, and how much it read."""
+
+    entries: list[Any]
+    reader: Any
+    missed: set[Any]
+    lines: int  # lines read (not blank)
+    raw_lines: int  # lines passed over, blank ones too
+    size: int  # bytes of the lines read
+    last: int  # the last line's number, counted from the seam (1: the seam's line)
+
+
+def seams(fmt: str) -> ModuleType | None:
+    """The seam rules of a format whose reader can start mid-file, else None."""
+    name = SEAMS.get(fmt)
+    return importlib.import_module(name) if name is not None else None
+
+
+def feed(
+    sc: SessionCounter,
+    stream: Iterator[Any],
+    opened: Opened,
+    raws: RawLines,
+    cut: int,
+    *,
+    skip_invalid: bool = False,
+    wrap: Callable[[Iterator[Any]], Iterator[Any]] = lambda it: it,
+) -> None:
+    """``sc.feed(stream)`` over ``opened``'s lines up to byte ``cut`` (``raws``), its reader left
+    at the end of them; a large log's part after a seam read in a forked process meanwhile.
+    ``wrap`` wraps every further stream of entries as the caller wrapped ``stream``."""
+    two = _Split.start(opened, raws, sc.counter, cut)
+    if two is None:
+        sc.feed(stream, size=cut, finish=False, read=lambda: opened.bytes_read)
+        return
+    try:
+        sc.feed(stream, size=None, finish=False)
+        if two.join(sc, wrap):
+            return
+    finally:
+        two.close()
+    raws.end = cut  # the part after the seam, read here
+    raws.f.seek(raws.pos)
+    more = continue_stream(
+        opened, _lines(raws.f, raws, no=raws.lines), skip_invalid=skip_invalid, finish=False
+    )
+    sc.feed(wrap(more), size=None, finish=False)
+
+
+class _Split:
+    """The forked process reading from the seam, and the join of what it read."""
+
+    def __init__(
+        self, opened: Opened, raws: RawLines, rules: ModuleType, cut: int, proc: BaseProcess, conn: Connection
+    ) -> None:
+        self.opened, self.raws, self.rules, self.cut, self.proc, self.conn = (
+            opened,
+            raws,
+            rules,
+            cut,
+            proc,
+            conn,
+        )
+        self.seam = raws.end
+
+    @classmethod
+    def start(cls, opened: Opened, raws: RawLines, counter: Counter, cut: int) -> _Split | None:
+        rules = seams(opened.format)
+        if rules is None or not _worth(cut - raws.pos):
+            return None
+        seam = _find_seam(raws.f, max(raws.pos, int(cut * AT)), cut, rules.is_seam)
+        raws.f.seek(raws.pos)
+        if seam is None:
+            return None
+        import multiprocessing
+
+        if multiprocessing.current_process().daemon:
+            return None  # a daemonic process may have no child
+        tokenizer = counter.tokenizer
+        getattr(tokenizer, "plan", lambda size: None)(cut)
+        getattr(tokenizer, "native", lambda: None)()  # loaded once, shared with the child
+        ctx = multiprocessing.get_context("fork")
+        conn, sent = ctx.Pipe(duplex=False)
+        args = (opened.path, opened.format, seam, cut, counter, sent)
+        proc = ctx.Process(target=_tail, args=args, daemon=True, name="ctxfold-tail")
+        proc.start()
+        sent.close()
+        raws.end = seam
+        return cls(opened, raws, rules, cut, proc, conn)
+
+    def join(self, sc: SessionCounter, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> bool:
+        """Replay the forked process's entries after the seam, when they are the whole file's
+        reader's; False (nothing replayed of them) when the part must be read here."""
+        try:
+            data = self.conn.recv_bytes()
+            with collector_paused():
+                tail: Tail | None = pickle.loads(data)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return False
+        opened, reader = self.opened, self.opened.reader
+        if tail is None or reader is None or self.raws.pos != self.seam:
+            return False
+        sc.feed(wrap(iter(self.rules.at_seam(reader))), size=None, finish=False)
+        joined = None if sc.holds_summary else self.rules.join(reader, tail.reader, tail.missed, tail.entries)
+        if joined is None:
+            return False
+        opened.reader, entries = joined
+        sc.feed(wrap(_unwire(entries)), size=None, finish=False)
+        opened.bytes_read += tail.size
+        opened.lines_read += tail.lines
+        opened.current_line = self.raws.lines + tail.last
+        self.raws.skip(self.cut, tail.raw_lines)
+        return True
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+        self.proc.join()
+        self.conn.close()
+
+
+def _worth(size: int) -> bool:
+    """Whether a log of ``size`` bytes is read in two processes: large enough, on a system that
+    forks, with a second core, and helpers not turned off (``CTXFOLD_WORKERS=0``, as in a folder's
+    workers)."""
+    if size < MIN_BYTES or parallel.configured() == 0 or parallel.cpus() < 2:
+        return False
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _find_seam(f: BinaryIO, start: int, cut: int, is_seam: Callable[[Any], bool]) -> int | None:
+    """The offset of the first seam line that starts after byte ``start`` (and before ``cut``)."""
+    import orjson
+
+    f.seek(start)
+    f.readline()  # the rest of the line ``start`` falls in
+    pos, stop = f.tell(), min(cut, start + LOOK)
+    while pos < stop:
+        raw = f.readline()
+        if not raw.endswith(b"\n"):
+            return None
+        if b'"user"' in raw:
+            try:
+                if is_seam(orjson.loads(raw)):
+                    return pos
+            except orjson.JSONDecodeError:
+                return None  # a bad line: the error is the first part's to report
+        pos += len(raw)
+    return None
+
+
+def _tail(path: str, fmt: str, seam: int, cut: int, counter: Counter, conn: Connection) -> None:
+    """The forked process: read and count the lines from ``seam`` to ``cut``, send them back
+    (None: the first process reads them itself)."""
+    gc.disable()  # millions of short-lived dicts, no cycles among them (``collector_paused``)
+    try:
+        out: Tail | None = _read_tail(path, fmt, seam, cut, counter)
+    except Exception:  # whatever went wrong, the first process meets it as a serial run does
+        out = None
+    try:
+        conn.send_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        conn.close()
+
+
+def _read_tail(path: str, fmt: str, seam: int, cut: int, counter: Counter) -> Tail | None:
+    rules = seams(fmt)
+    assert rules is not None
+    out: list[Any] = []
+    held: list[Any] = []
+    messages: list[Message] = []
+    lines = size = last = chars = 0
+    with open(path, "rb") as f:
+        reader = rules.tail_reader(f, seam)
+        f.seek(seam)
+        raws = RawLines(f, cut)
+        for item in _lines(f, raws, no=1):  # numbered from 2 (1 would read it as a document's start)
+            if not isinstance(item, Line):
+                return None  # a bad line, or one still being written: read by the first process
+            lines, size, last = lines + 1, size + item.size, item.no - 1
+            for e in reader.feed(item):
+                if isinstance(e, CompactionMarker) and (e.summary is not None or e.replacement is not None):
+                    return None  # the replay reads its text, and the text of the message after it
+                held.append(e)
+                if isinstance(e, Message):
+                    messages.append(e)
+                    chars += _chars(e)
+            if len(messages) >= BATCH_MESSAGES or chars >= BATCH_CHARS:
+                out.extend(_counted(counter, held, messages))
+                held, messages, chars = [], [], 0
+        out.extend(_counted(counter, held, messages))
+    missed = rules.detach(reader)
+    return Tail(out, reader, missed, lines, raws.lines, size, last)
+
+
+def _counted(counter: Counter, entries: list[Any], messages: list[Message]) -> Iterable[Any]:
+    """``entries`` with each message counted, as a tuple of what the replay reads of it and its
+    count (``_unwire``): pickled ten times as fast as the objects."""
+    batch = counter.prepare(messages)
+    counts: Iterator[MessageCount] = iter(Counter.finish(batch, counter.tokenizer.count_batch(batch.texts)))
+    for e in entries:
+        if not isinstance(e, Message):
+            yield e
+            continue
+        mc = next(counts)
+        server = tuple(p.type for p in e.parts if isinstance(p, OpaquePart) and p.type in SERVER_TOOLS)
+        extra = {k: e.extra[k] for k in _KEPT_EXTRA if k in e.extra}
+        message = (e.role, e.id, e.timestamp, e.usage, e.model, e.branch, extra, e.stopped, server)
+        yield message, (mc.role, mc.total, mc.by_category, mc.thinking, mc.id, mc.preview)
+
+
+def _unwire(entries: Iterable[Any]) -> Iterator[Any]:
+    """The entries ``_counted`` sent, messages as ``Counted`` (without their text)."""
+    for e in entries:
+        if type(e) is not tuple:
+            yield e
+            continue
+        (
+            (role, mid, ts, usage, model, branch, extra, stopped, server),
+            (r, total, cats, thinking, cid, preview),
+        ) = e
+        parts = tuple(OpaquePart(None, t) for t in server)
+        message = Message(role, parts, mid, ts, usage, model, branch, extra, stopped)
+        yield Counted(message, MessageCount(r, total, cats, thinking, cid, preview))

@@ -1,0 +1,207 @@
+"""A large Claude Code log read in two processes gives the one-process result, field for field.
+
+Every Claude Code fixture and real session is read with its second part (from a seam near 10 %,
+30 %, 50 %, 70 % and 90 % of it) in a forked process, next to a read in one process; so is a log
+the join must refuse (a result after the seam whose call came before it), logs with a bad or a
+half-written line after the seam, and a read with the count cache that is then read on from.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES, real_files
+
+from ctxfold.errors import LineError
+from ctxfold.formats.jsonl import _lines
+from ctxfold.formats.loader import open_lines, open_transcript
+from ctxfold.tokens import parallel, split
+from ctxfold.tokens.countstore import CountStore
+from ctxfold.tokens.estimate import estimate_file, estimate_to_dict
+from ctxfold.tokens.incremental import estimate_incremental
+
+AT = (0.1, 0.3, 0.5, 0.7, 0.9)
+FILES = [
+    *sorted((FIXTURES / "claude-code").glob("*.jsonl")),
+    *sorted((FIXTURES / "heldout" / "claude-code").glob("*.jsonl")),
+    FIXTURES / "real" / "claude-code-sidechains.jsonl",
+    *real_files("claude-code"),
+]
+
+
+class Joins:
+    """How many reads were split, and how many of those joined what the other process read."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = self.joined = 0
+        start, join = split._Split.start.__func__, split._Split.join  # type: ignore[attr-defined]
+
+        def counted_start(cls: Any, *a: Any) -> Any:
+            two = start(cls, *a)
+            self.started += two is not None
+            return two
+
+        def counted_join(two: Any, *a: Any) -> bool:
+            ok: bool = join(two, *a)
+            self.joined += ok
+            return ok
+
+        monkeypatch.setattr(split._Split, "start", classmethod(counted_start))
+        monkeypatch.setattr(split._Split, "join", counted_join)
+
+
+@pytest.fixture
+def joins(monkeypatch: pytest.MonkeyPatch) -> Joins:
+    monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    monkeypatch.delenv(parallel.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(split, "LOOK", 1 << 40)
+    return Joins(monkeypatch)
+
+
+def one_process(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> dict[str, Any]:
+    with monkeypatch.context() as m:
+        m.setattr(split, "MIN_BYTES", 1 << 62)
+        return estimate_to_dict(estimate_file(path, **kw))
+
+
+def two_processes(path: Path, at: float, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> dict[str, Any]:
+    with monkeypatch.context() as m:
+        m.setattr(split, "MIN_BYTES", 0)
+        m.setattr(split, "AT", at)
+        return estimate_to_dict(estimate_file(path, **kw))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_a_log_read_in_two_processes_gives_the_one_process_result(
+    path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = one_process(path, monkeypatch)
+    for at in AT:
+        assert two_processes(path, at, monkeypatch) == want, f"seam near {at:.0%}"
+    if path.read_bytes().count(b"\n") > 100:  # (a shorter one is read whole by detection)
+        assert joins.joined >= 3, "most of the reads were split, and joined"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in FILES if p.read_bytes().count(b"\n") > 100], ids=lambda p: p.name
+)
+def test_a_reader_started_at_a_seam_and_joined_gives_the_whole_files_entries(path: Path) -> None:
+    """The seam rules alone, in one process: the first part's entries, what its reader emits at
+    the seam, then the entries of a reader started there, as ``join`` mends them."""
+    rules = split.seams("claude-code")
+    assert rules is not None
+    whole = list(open_transcript(path).entries)
+    size, joined = path.stat().st_size, 0
+    with path.open("rb") as f, path.open("rb") as g:
+        for at in AT:
+            seam = split._find_seam(f, int(size * at), size, rules.is_seam)
+            if seam is None:
+                continue
+            f.seek(0)
+            opened = open_lines(str(path), _lines(f, split.RawLines(f, seam)), finish=False)
+            first = [*opened.entries, *rules.at_seam(opened.reader)]
+            tail = rules.tail_reader(g, seam)
+            g.seek(seam)
+            entries = [e for line in _lines(g, split.RawLines(g, size), no=1) for e in tail.feed(line)]
+            both = rules.join(opened.reader, tail, rules.detach(tail), entries)
+            if both is not None:
+                reader, rest = both
+                assert [*first, *rest, *reader.finish()] == whole, f"seam at byte {seam}"
+                joined += 1
+    assert joined >= 2
+
+
+def _line(kind: str, uuid: str, content: Any, **more: Any) -> bytes:
+    d: dict[str, Any] = {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": None,
+        "sessionId": "s1",
+        "timestamp": "2026-11-27T10:00:00Z",
+        "message": {"role": kind, "content": content, **more},
+    }
+    return orjson.dumps(d) + b"\n"
+
+
+def _turn(i: int, *, call: bool = True) -> list[bytes]:
+    usage = {"input_tokens": 100 + i, "output_tokens": 5}
+    msg = {"id": f"msg_{i}", "model": "claude-sonnet-4-5", "usage": usage}
+    out = [_line("user", f"u{i}", f"question {i} " + "words " * 40)]
+    if call:
+        block = {"type": "tool_use", "id": f"call_{i}", "name": "Bash", "input": {"command": f"ls {i}"}}
+        out.append(_line("assistant", f"a{i}", [block], **msg))
+        result = {"type": "tool_result", "tool_use_id": f"call_{i}", "content": "file " * 30}
+        out.append(_line("user", f"r{i}", [result]))
+    return out
+
+
+def test_a_result_after_the_seam_whose_call_came_before_it_is_read_here(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every user line is a seam; each call's result comes after the next question, so the
+    other process cannot name it: the join is refused, and the part read here."""
+    lines: list[bytes] = []
+    for i in range(40):
+        question, call, result = _turn(i)
+        lines += [call, question, result]
+    path = tmp_path / "late-results.jsonl"
+    path.write_bytes(b"".join(lines))
+    want = one_process(path, monkeypatch)
+    got = two_processes(path, 0.5, monkeypatch)
+    assert got == want
+    assert joins.started == 1 and joins.joined == 0
+
+
+def test_a_bad_line_after_the_seam_is_reported_as_one_process_reports_it(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [line for i in range(40) for line in _turn(i)]
+    lines[100] = b'{"type": "user", "message": \n'
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(LineError) as serial:
+        one_process(path, monkeypatch)
+    with pytest.raises(LineError) as two:
+        two_processes(path, 0.5, monkeypatch)
+    assert str(two.value) == str(serial.value) and ":101: not valid JSON" in str(two.value)
+    assert joins.started == 1 and joins.joined == 0
+    want = one_process(path, monkeypatch, skip_invalid=True)
+    assert two_processes(path, 0.5, monkeypatch, skip_invalid=True) == want
+    assert want["skipped_lines"]
+
+
+def test_a_last_line_still_being_written_is_left_out_as_in_one_process(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [line for i in range(40) for line in _turn(i)]
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(b"".join(lines) + lines[0][:50])
+    want = one_process(path, monkeypatch)
+    assert two_processes(path, 0.5, monkeypatch) == want
+    assert want["warnings"] and joins.joined == 1
+
+
+def test_a_split_cold_read_keeps_the_state_a_grown_file_is_read_on_from(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = (FIXTURES / "heldout" / "claude-code" / "bhavana.jsonl").read_bytes()
+    cut = data.rindex(b"\n", 0, len(data) * 3 // 4) + 1
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data[:cut])
+    store = CountStore(tmp_path / "cache")
+    monkeypatch.setattr(split, "MIN_BYTES", 0)
+    trace: dict[str, int] = {}
+    first = estimate_to_dict(estimate_incremental(str(path), store=store, trace=trace))
+    assert trace["kept"] == cut and joins.joined == 1
+    assert first == one_process(path, monkeypatch)
+    with path.open("ab") as f:
+        f.write(data[cut:])
+    trace = {}
+    grown = estimate_to_dict(estimate_incremental(str(path), store=store, trace=trace))
+    assert trace["resumed"] == cut
+    shutil.copy(path, tmp_path / "fresh.jsonl")
+    assert grown == one_process(tmp_path / "fresh.jsonl", monkeypatch) | {"path": str(path)}
