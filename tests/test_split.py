@@ -21,8 +21,9 @@ from ctxfold.formats.jsonl import _lines
 from ctxfold.formats.loader import open_lines, open_transcript
 from ctxfold.tokens import parallel, split
 from ctxfold.tokens.countstore import CountStore
-from ctxfold.tokens.estimate import estimate_file, estimate_to_dict
+from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
 from ctxfold.tokens.incremental import estimate_incremental
+from ctxfold.transcript.model import ContextUpdate
 
 AT = (0.1, 0.3, 0.5, 0.7, 0.9)
 FILES = [
@@ -62,17 +63,26 @@ def joins(monkeypatch: pytest.MonkeyPatch) -> Joins:
     return Joins(monkeypatch)
 
 
+def everything(est: FileEstimate) -> dict[str, Any]:
+    """The estimate's ``--json`` and every field of its replay: each request row, the context's
+    rows, the calls that are not requests, what the log says of its harness."""
+    r, ctx = est.replay, est.replay.context
+    rows = [list(ctx.totals), [list(c) for c in ctx.cats], list(ctx.roles), ctx.ids, ctx.largest(10)]
+    fields = {k: v for k, v in vars(r).items() if k != "context"}
+    return {**estimate_to_dict(est), "replay": fields, "rows": rows}
+
+
 def one_process(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> dict[str, Any]:
     with monkeypatch.context() as m:
         m.setattr(split, "MIN_BYTES", 1 << 62)
-        return estimate_to_dict(estimate_file(path, **kw))
+        return everything(estimate_file(path, **kw))
 
 
 def two_processes(path: Path, at: float, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> dict[str, Any]:
     with monkeypatch.context() as m:
         m.setattr(split, "MIN_BYTES", 0)
         m.setattr(split, "AT", at)
-        return estimate_to_dict(estimate_file(path, **kw))
+        return everything(estimate_file(path, **kw))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -94,7 +104,8 @@ def test_a_reader_started_at_a_seam_and_joined_gives_the_whole_files_entries(pat
     the seam, then the entries of a reader started there, as ``join`` mends them."""
     rules = split.seams("claude-code")
     assert rules is not None
-    whole = list(open_transcript(path).entries)
+    serial = open_transcript(path)
+    whole = list(serial.entries)
     size, joined = path.stat().st_size, 0
     with path.open("rb") as f, path.open("rb") as g:
         for at in AT:
@@ -107,12 +118,17 @@ def test_a_reader_started_at_a_seam_and_joined_gives_the_whole_files_entries(pat
             tail = rules.tail_reader(g, seam)
             g.seek(seam)
             entries = [e for line in _lines(g, split.RawLines(g, size), no=1) for e in tail.feed(line)]
-            both = rules.join(opened.reader, tail, rules.detach(tail), entries)
-            if both is not None:
-                reader, rest = both
-                assert [*first, *rest, *reader.finish()] == whole, f"seam at byte {seam}"
+            reader = rules.join(opened.reader, tail, rules.detach(tail))
+            if reader is not None:
+                ours = [e for e in [*first, *entries, *reader.finish()] if not isinstance(e, ContextUpdate)]
+                assert ours == [e for e in whole if not isinstance(e, ContextUpdate)], f"seam at byte {seam}"
+                assert _state(reader) == _state(serial.reader)
                 joined += 1
     assert joined >= 2
+
+
+def _state(reader: Any) -> tuple[Any, ...]:
+    return reader._names, reader._session, reader._model, reader._own, reader._started
 
 
 def _line(kind: str, uuid: str, content: Any, **more: Any) -> bytes:
@@ -195,13 +211,14 @@ def test_a_split_cold_read_keeps_the_state_a_grown_file_is_read_on_from(
     store = CountStore(tmp_path / "cache")
     monkeypatch.setattr(split, "MIN_BYTES", 0)
     trace: dict[str, int] = {}
-    first = estimate_to_dict(estimate_incremental(str(path), store=store, trace=trace))
+    first = everything(estimate_incremental(str(path), store=store, trace=trace))
     assert trace["kept"] == cut and joins.joined == 1
     assert first == one_process(path, monkeypatch)
     with path.open("ab") as f:
         f.write(data[cut:])
     trace = {}
-    grown = estimate_to_dict(estimate_incremental(str(path), store=store, trace=trace))
+    grown = everything(estimate_incremental(str(path), store=store, trace=trace))
     assert trace["resumed"] == cut
     shutil.copy(path, tmp_path / "fresh.jsonl")
     assert grown == one_process(tmp_path / "fresh.jsonl", monkeypatch) | {"path": str(path)}
+    assert len(grown["replay"]["requests"]) > len(first["replay"]["requests"])

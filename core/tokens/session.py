@@ -102,15 +102,6 @@ class RecordedCompaction:
     trigger: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Counted:
-    """A message counted elsewhere (by the process that read a large log's second part,
-    ``tokens/split.py``), with its count: replayed as it is, not tokenized again."""
-
-    message: Message
-    count: MessageCount
-
-
 @dataclass
 class Replay:
     """State after replaying a whole stream: the request rows and the context now."""
@@ -236,15 +227,12 @@ class SessionCounter:
         counts = iter(message_counts)
         facts = self.state.facts
         for e in buf:
-            mc = None
-            if type(e) is Counted:
-                e, mc = e.message, e.count
             if not facts.done:
                 facts.see(e)
             if self._held_summary is not None and not isinstance(e, (Message, ContextUpdate)):
                 self._release_summary()
             if isinstance(e, Message):
-                self._message(e, mc if mc is not None else next(counts))
+                self._message(e, next(counts))
             elif isinstance(e, ContextUpdate):
                 self._update(e)
             elif isinstance(e, CompactionMarker):

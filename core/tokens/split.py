@@ -2,13 +2,14 @@
 
 Parsing is most of a large Claude Code log's estimate (1.7 s of 4.0 for 200 MB), and one process
 parses it however fast the tokenizer counts. A format whose reader can start mid-file at a *seam*
-(its ``seam`` module, ``SEAMS``) has the part from the first seam after the middle read and
-counted by a forked process while this one reads up to it. That part's entries come back without
-their text, each with its counts (``session.Counted``), and are replayed here in order, after the
-entries the first part's reader emits at the seam. Its join is checked (``seam.join``): when the
-other reader could not have given what the whole file's reader gives, or met anything but good
-lines (a bad line, a line still being written), its work is dropped and the part read here
-instead. The result is the serial run's either way; the tests compare them at many seams.
+(its ``seam`` module, ``SEAMS``) has the part from the first seam after the middle read, counted
+and replayed by a forked process, from a blank state, while this one reads up to it. That replay
+comes back (request rows and context counts, not entries) and is joined to this one's
+(``replay_join``), after the entries the first part's reader emits at the seam. The join is
+checked (``seam.join``, ``replay_join.joinable``): when the other reader could not have read what
+the whole file's reader reads, or met anything but good lines (a bad line, a line still being
+written), its work is dropped and the part read here instead. The result is the serial run's
+either way; the tests compare them at many seams.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import gc
 import importlib
 import pickle
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -24,18 +25,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from ctxfold.formats.base import Line
 from ctxfold.formats.jsonl import _lines
 from ctxfold.formats.loader import Opened, continue_stream
-from ctxfold.tokens import parallel
-from ctxfold.tokens.counting import Counter, MessageCount
-from ctxfold.tokens.session import (
-    BATCH_CHARS,
-    BATCH_MESSAGES,
-    SERVER_TOOLS,
-    Counted,
-    SessionCounter,
-    _chars,
-    collector_paused,
-)
-from ctxfold.transcript.model import CompactionMarker, Message, OpaquePart
+from ctxfold.tokens import parallel, replay_join
+from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.session import SessionCounter, collector_paused
+from ctxfold.transcript.model import CompactionMarker
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -47,9 +40,6 @@ MIN_BYTES = 32_000_000
 AT = 0.5  # where the seam is looked for, as a fraction of the bytes to read
 LOOK = 8_000_000  # how far past that point (a seam is a user's line: a few per megabyte)
 SEAMS = {"claude-code": "ctxfold.formats.claude_code.seam"}
-# What the replay reads of a message counted elsewhere, besides its fields: where the log was
-# written (``cwd``) and what names the harness (``LogFacts``).
-_KEPT_EXTRA = ("cwd", "version", "entrypoint", "requestId")
 
 
 class RawLines:
@@ -91,16 +81,20 @@ class RawLines:
 
 @dataclass
 class Tail:
-    """What the forked process read: its entries (messages counted, without their text), its
-    reader at the end, the call ids that reader missed, and how much it read."""
+    """What the forked process read: its replay (``SessionCounter.snapshot``, from a blank
+    state), its reader at the end, the call ids that reader missed, and how much it read."""
 
-    entries: list[Any]
+    replay: dict[str, Any]
     reader: Any
     missed: set[Any]
     lines: int  # lines read (not blank)
     raw_lines: int  # lines passed over, blank ones too
     size: int  # bytes of the lines read
     last: int  # the last line's number, counted from the seam (1: the seam's line)
+
+
+class _Refused(Exception):
+    """The forked process met what only the first one may report (a bad line...)."""
 
 
 def seams(fmt: str) -> ModuleType | None:
@@ -182,8 +176,8 @@ class _Split:
         return cls(opened, raws, rules, cut, proc, conn)
 
     def join(self, sc: SessionCounter, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> bool:
-        """Replay the forked process's entries after the seam, when they are the whole file's
-        reader's; False (nothing replayed of them) when the part must be read here."""
+        """Go on with the forked process's replay of the part after the seam, when it is the
+        whole file's; False (nothing of it taken) when the part must be read here."""
         try:
             data = self.conn.recv_bytes()
             with collector_paused():
@@ -194,15 +188,17 @@ class _Split:
         if tail is None or reader is None or self.raws.pos != self.seam:
             return False
         sc.feed(wrap(iter(self.rules.at_seam(reader))), size=None, finish=False)
-        joined = None if sc.holds_summary else self.rules.join(reader, tail.reader, tail.missed, tail.entries)
-        if joined is None:
+        merged = None if sc.holds_summary else self.rules.join(reader, tail.reader, tail.missed)
+        if merged is None:
             return False
-        opened.reader, entries = joined
-        sc.feed(wrap(_unwire(entries)), size=None, finish=False)
+        replay_join.join(sc, tail.replay)
+        opened.reader = merged
         opened.bytes_read += tail.size
         opened.lines_read += tail.lines
         opened.current_line = self.raws.lines + tail.last
         self.raws.skip(self.cut, tail.raw_lines)
+        for _ in wrap(iter(())):  # (a progress bar shows where reading stands now)
+            pass
         return True
 
     def close(self) -> None:
@@ -261,59 +257,33 @@ def _tail(path: str, fmt: str, seam: int, cut: int, counter: Counter, conn: Conn
 def _read_tail(path: str, fmt: str, seam: int, cut: int, counter: Counter) -> Tail | None:
     rules = seams(fmt)
     assert rules is not None
-    out: list[Any] = []
-    held: list[Any] = []
-    messages: list[Message] = []
-    lines = size = last = chars = 0
+    sc = SessionCounter(counter)
+    tally = [0, 0, 0]  # lines, bytes, the last line's number
     with open(path, "rb") as f:
         reader = rules.tail_reader(f, seam)
         f.seek(seam)
         raws = RawLines(f, cut)
-        for item in _lines(f, raws, no=1):  # numbered from 2 (1 would read it as a document's start)
-            if not isinstance(item, Line):
-                return None  # a bad line, or one still being written: read by the first process
-            lines, size, last = lines + 1, size + item.size, item.no - 1
-            for e in reader.feed(item):
-                if isinstance(e, CompactionMarker) and (e.summary is not None or e.replacement is not None):
-                    return None  # the replay reads its text, and the text of the message after it
-                held.append(e)
-                if isinstance(e, Message):
-                    messages.append(e)
-                    chars += _chars(e)
-            if len(messages) >= BATCH_MESSAGES or chars >= BATCH_CHARS:
-                out.extend(_counted(counter, held, messages))
-                held, messages, chars = [], [], 0
-        out.extend(_counted(counter, held, messages))
-    missed = rules.detach(reader)
-    return Tail(out, reader, missed, lines, raws.lines, size, last)
+        try:
+            sc.feed(_entries(_lines(f, raws, no=1), reader, tally), size=None, finish=False)
+        except _Refused:
+            return None
+    replay = sc.snapshot()
+    if not replay_join.joinable(replay):
+        return None
+    lines, size, last = tally
+    return Tail(replay, reader, rules.detach(reader), lines, raws.lines, size, last)
 
 
-def _counted(counter: Counter, entries: list[Any], messages: list[Message]) -> Iterable[Any]:
-    """``entries`` with each message counted, as a tuple of what the replay reads of it and its
-    count (``_unwire``): pickled ten times as fast as the objects."""
-    batch = counter.prepare(messages)
-    counts: Iterator[MessageCount] = iter(Counter.finish(batch, counter.tokenizer.count_batch(batch.texts)))
-    for e in entries:
-        if not isinstance(e, Message):
+def _entries(lines: Iterator[Any], reader: Any, tally: list[int]) -> Iterator[Any]:
+    """The entries of the part's lines (numbered from 2: 1 would read the first as the start of
+    a document), ``tally`` kept up to date."""
+    for item in lines:
+        if not isinstance(item, Line):
+            raise _Refused  # a bad line, or one still being written: for the first process
+        tally[0] += 1
+        tally[1] += item.size
+        tally[2] = item.no - 1
+        for e in reader.feed(item):
+            if isinstance(e, CompactionMarker) and e.first_kept_id is not None:
+                raise _Refused  # the messages it keeps may be the first part's
             yield e
-            continue
-        mc = next(counts)
-        server = tuple(p.type for p in e.parts if isinstance(p, OpaquePart) and p.type in SERVER_TOOLS)
-        extra = {k: e.extra[k] for k in _KEPT_EXTRA if k in e.extra}
-        message = (e.role, e.id, e.timestamp, e.usage, e.model, e.branch, extra, e.stopped, server)
-        yield message, (mc.role, mc.total, mc.by_category, mc.thinking, mc.id, mc.preview)
-
-
-def _unwire(entries: Iterable[Any]) -> Iterator[Any]:
-    """The entries ``_counted`` sent, messages as ``Counted`` (without their text)."""
-    for e in entries:
-        if type(e) is not tuple:
-            yield e
-            continue
-        (
-            (role, mid, ts, usage, model, branch, extra, stopped, server),
-            (r, total, cats, thinking, cid, preview),
-        ) = e
-        parts = tuple(OpaquePart(None, t) for t in server)
-        message = Message(role, parts, mid, ts, usage, model, branch, extra, stopped)
-        yield Counted(message, MessageCount(r, total, cats, thinking, cid, preview))

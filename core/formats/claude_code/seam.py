@@ -8,7 +8,7 @@ started fresh there emits what the reader of the whole file does, but for three 
 join mends or checks:
 
 - the session id and model it announces: unknown at the start, so its first announcements may
-  repeat what the first part's reader already had (``join`` drops what it repeats);
+  repeat what the first part's reader already had (a replay is left as it was by them);
 - tool results whose call it did not see: named by the first part's reader when the call is
   among those it kept open (then the join is refused, and the part read here again);
 - which sub-agent's transcript the file is: read from the file's first conversation line.
@@ -16,14 +16,14 @@ join mends or checks:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, BinaryIO
 
 import orjson
 
 from ctxfold.formats.claude_code.lines import CONVERSATION
 from ctxfold.formats.claude_code.reader import Reader
-from ctxfold.transcript.model import ContextUpdate, Entry
+from ctxfold.transcript.model import Entry
 
 # Neither a session id nor a model: what a reader started at a seam knows of both.
 UNKNOWN = "\x00unknown"
@@ -102,32 +102,18 @@ def detach(reader: Reader) -> set[Any]:
     return missed
 
 
-def join(
-    first: Reader, tail: Reader, missed: set[Any], entries: list[Any]
-) -> tuple[Reader, list[Any]] | None:
-    """The reader of the whole file and the tail's entries as it would have emitted them, from
-    the first part's reader at the seam, the tail's at its end and what it missed; None when
-    the first part's open calls would have named a result the tail's reader left unnamed."""
-    if missed & first._names.keys():
+def join(first: Reader, tail: Reader, missed: set[Any]) -> Reader | None:
+    """The reader of the whole file at the tail's end, from the first part's reader at the seam,
+    the tail's and the call ids it missed; None when the first part's open calls would have
+    named a result the tail's reader left unnamed, or the file is another sub-agent's to it.
+
+    The tail's entries need no mending: what it announced that the first part's reader knew
+    already (its first session id and model) sets the replay to what it was."""
+    if missed & first._names.keys() or first._own != tail._own:
         return None
     tail._names = {**first._names, **tail._names}
     if tail._session == UNKNOWN:
         tail._session = first._session
     if tail._model == UNKNOWN:
         tail._model = first._model
-    return tail, list(_announced(first, entries))
-
-
-def _announced(first: Reader, entries: list[Any]) -> Iterator[Any]:
-    """``entries`` without what they announce that the first part's reader knew already."""
-    session, model = first._session, first._model
-    for e in entries:
-        if type(e) is not ContextUpdate:
-            yield e
-            continue
-        sid = e.session_id if e.session_id is not None and e.session_id != session else None
-        new_model = e.model if e.model is not None and e.model != model else None
-        session, model = e.session_id or session, e.model or model
-        if sid is not None or new_model is not None:
-            agent = {"agent_id": first._own} if sid is not None and first._own else {}
-            yield ContextUpdate(model=new_model, session_id=sid, extra=agent)
+    return tail
