@@ -34,10 +34,14 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-# Logs smaller than this are read in one process. `estimate` of the generated Claude Code log,
-# one process against two (best of 3): ... (see docs/benchmarks.md, round 23).
-MIN_BYTES = 32_000_000
-AT = 0.5  # where the seam is looked for, as a fraction of the bytes to read
+# Logs smaller than this are read in one process. `estimate_file` of the generated Claude Code
+# log (prefixes of it below 20 MB) in a fresh process, one process against two, medians of 5:
+# 3 MB 0.20/0.19 s, 5 MB 0.22/0.23, 10 MB 0.43/0.34, 20 MB 0.76/0.58, 50 MB 1.38/1.14.
+MIN_BYTES = 8_000_000
+# Where the seam is looked for, as a fraction of the bytes to read: past the middle, as the
+# first process also joins the replays. 200 MB, best of 4 (a noisy hour): 0.50 2.71 s, 0.53
+# 2.56, 0.56 2.58, 0.59 2.88.
+AT = 0.54
 LOOK = 8_000_000  # how far past that point (a seam is a user's line: a few per megabyte)
 SEAMS = {"claude-code": "ctxfold.formats.claude_code.seam"}
 
