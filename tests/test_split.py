@@ -222,3 +222,36 @@ def test_a_split_cold_read_keeps_the_state_a_grown_file_is_read_on_from(
     shutil.copy(path, tmp_path / "fresh.jsonl")
     assert grown == one_process(tmp_path / "fresh.jsonl", monkeypatch) | {"path": str(path)}
     assert len(grown["replay"]["requests"]) > len(first["replay"]["requests"])
+
+
+SCRIPT = """
+import sys, threading
+from ctxfold.tokens import parallel, split
+from ctxfold.tokens.estimate import estimate_file
+split.MIN_BYTES, parallel.cpus = 0, lambda: 2
+joined = []
+join = split._Split.join
+split._Split.join = lambda two, *a: joined.append(join(two, *a)) or joined[-1]
+threading.Thread(target=sys.stdin.read, daemon=True).start()  # a thread waiting on stdin
+sys.stdout.write("written before")  # buffered: the pipe is no terminal
+est = estimate_file(sys.argv[1])
+print("", len(est.requests), joined)
+"""
+
+
+def test_the_forked_process_neither_writes_output_twice_nor_waits_on_stdin(tmp_path: Path) -> None:
+    """The child flushes nothing this process buffered, and leaves stdin alone: a thread of this
+    process waits on it (multiprocessing's child would close it, and hang on its lock)."""
+    import subprocess
+    import sys
+
+    path = FIXTURES / "heldout" / "claude-code" / "bhavana.jsonl"
+    run = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        run.wait(timeout=120)  # stdin left open all along
+        out = run.stdout.read() if run.stdout else ""
+    finally:
+        run.kill()
+    assert out.count("written before") == 1 and out.rstrip().endswith("[True]"), out

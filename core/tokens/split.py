@@ -14,13 +14,16 @@ either way; the tests compare them at many seams.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
+import os
 import pickle
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from ctxfold.formats.base import Line
 from ctxfold.formats.jsonl import _lines
@@ -29,10 +32,6 @@ from ctxfold.tokens import parallel, replay_join
 from ctxfold.tokens.counting import Counter
 from ctxfold.tokens.session import SessionCounter, collector_paused
 from ctxfold.transcript.model import CompactionMarker
-
-if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
-    from multiprocessing.process import BaseProcess
 
 # Logs smaller than this are read in one process. `estimate_file` of the generated Claude Code
 # log (prefixes of it below 20 MB) in a fresh process, one process against two, medians of 5:
@@ -142,16 +141,10 @@ class _Split:
     """The forked process reading from the seam, and the join of what it read."""
 
     def __init__(
-        self, opened: Opened, raws: RawLines, rules: ModuleType, cut: int, proc: BaseProcess, conn: Connection
+        self, opened: Opened, raws: RawLines, rules: ModuleType, cut: int, pid: int, conn: BinaryIO
     ) -> None:
-        self.opened, self.raws, self.rules, self.cut, self.proc, self.conn = (
-            opened,
-            raws,
-            rules,
-            cut,
-            proc,
-            conn,
-        )
+        self.opened, self.raws, self.rules, self.cut = opened, raws, rules, cut
+        self.pid, self.conn = pid, conn
         self.seam = raws.end
 
     @classmethod
@@ -163,27 +156,18 @@ class _Split:
         raws.f.seek(raws.pos)
         if seam is None:
             return None
-        import multiprocessing
-
-        if multiprocessing.current_process().daemon:
-            return None  # a daemonic process may have no child
         tokenizer = counter.tokenizer
         getattr(tokenizer, "plan", lambda size: None)(cut)
         getattr(tokenizer, "native", lambda: None)()  # loaded once, shared with the child
-        ctx = multiprocessing.get_context("fork")
-        conn, sent = ctx.Pipe(duplex=False)
-        args = (opened.path, opened.format, seam, cut, counter, sent)
-        proc = ctx.Process(target=_tail, args=args, daemon=True, name="ctxfold-tail")
-        proc.start()
-        sent.close()
+        pid, conn = _fork(lambda: _tail(opened.path, opened.format, seam, cut, counter))
         raws.end = seam
-        return cls(opened, raws, rules, cut, proc, conn)
+        return cls(opened, raws, rules, cut, pid, conn)
 
     def join(self, sc: SessionCounter, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> bool:
         """Go on with the forked process's replay of the part after the seam, when it is the
         whole file's; False (nothing of it taken) when the part must be read here."""
         try:
-            data = self.conn.recv_bytes()
+            data = self.conn.read()
             with collector_paused():
                 tail: Tail | None = pickle.loads(data)
         except (EOFError, OSError, pickle.UnpicklingError):
@@ -206,21 +190,37 @@ class _Split:
         return True
 
     def close(self) -> None:
-        if self.proc.is_alive():
-            self.proc.terminate()
-        self.proc.join()
         self.conn.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)  # (gone already when its replay was read)
+        os.waitpid(self.pid, 0)
 
 
 def _worth(size: int) -> bool:
     """Whether a log of ``size`` bytes is read in two processes: large enough, on a system that
     forks, with a second core, and helpers not turned off (``CTXFOLD_WORKERS=0``, as in a folder's
     workers)."""
-    if size < MIN_BYTES or parallel.configured() == 0 or parallel.cpus() < 2:
-        return False
-    import multiprocessing
+    return size >= MIN_BYTES and hasattr(os, "fork") and parallel.configured() != 0 and parallel.cpus() >= 2
 
-    return "fork" in multiprocessing.get_all_start_methods()
+
+def _fork(work: Callable[[], bytes]) -> tuple[int, BinaryIO]:
+    """A child process that sends back what ``work`` returns, and the pipe it comes through.
+
+    ``os.fork`` itself, not multiprocessing's: its child closes stdin, which hangs for good when
+    another thread of this process is reading stdin (the Codex statusline provider's case), and
+    imports it (20 ms). The child leaves by ``os._exit``: nothing of this process's runs twice,
+    nor is what it buffered for its output written twice."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb") as out:
+                out.write(work())
+        finally:
+            os._exit(0)
+    os.close(w)
+    return pid, os.fdopen(r, "rb")
 
 
 def _find_seam(f: BinaryIO, start: int, cut: int, is_seam: Callable[[Any], bool]) -> int | None:
@@ -244,18 +244,15 @@ def _find_seam(f: BinaryIO, start: int, cut: int, is_seam: Callable[[Any], bool]
     return None
 
 
-def _tail(path: str, fmt: str, seam: int, cut: int, counter: Counter, conn: Connection) -> None:
-    """The forked process: read and count the lines from ``seam`` to ``cut``, send them back
-    (None: the first process reads them itself)."""
+def _tail(path: str, fmt: str, seam: int, cut: int, counter: Counter) -> bytes:
+    """In the child: the lines from ``seam`` to ``cut`` read, counted and replayed, pickled (None:
+    the first process reads them itself)."""
     gc.disable()  # millions of short-lived dicts, no cycles among them (``collector_paused``)
     try:
         out: Tail | None = _read_tail(path, fmt, seam, cut, counter)
-    except Exception:  # whatever went wrong, the first process meets it as a serial run does
+    except BaseException:  # whatever went wrong, the first process meets it as a serial run does
         out = None
-    try:
-        conn.send_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
-    finally:
-        conn.close()
+    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _read_tail(path: str, fmt: str, seam: int, cut: int, counter: Counter) -> Tail | None:
