@@ -255,3 +255,16 @@ def test_the_forked_process_neither_writes_output_twice_nor_waits_on_stdin(tmp_p
     finally:
         run.kill()
     assert out.count("written before") == 1 and out.rstrip().endswith("[True]"), out
+
+
+def test_a_log_replaced_since_it_was_opened_is_read_in_one_process(tmp_path: Path) -> None:
+    """The forked process reads the file this one opened, not what its path names now."""
+    path, other = tmp_path / "session.jsonl", tmp_path / "new.jsonl"
+    path.write_bytes(b'{"a": 1}\n')
+    other.write_bytes(b'{"b": 2}\n')
+    with path.open("rb") as f:
+        again = split._reopened(f, str(path))
+        assert again is not None and again.read() == b'{"a": 1}\n'
+        again.close()
+        other.replace(path)
+        assert split._reopened(f, str(path)) is None

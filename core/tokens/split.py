@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import io
 import os
 import pickle
 import signal
@@ -156,10 +157,14 @@ class _Split:
         raws.f.seek(raws.pos)
         if seam is None:
             return None
+        g = _reopened(raws.f, opened.path)
+        if g is None:
+            return None
         tokenizer = counter.tokenizer
         getattr(tokenizer, "plan", lambda size: None)(cut)
         getattr(tokenizer, "native", lambda: None)()  # loaded once, shared with the child
-        pid, conn = _fork(lambda: _tail(opened.path, opened.format, seam, cut, counter))
+        with g:  # the child's (its own position in the file), closed here once it is forked
+            pid, conn = _fork(lambda: _tail(g, opened.format, seam, cut, counter))
         raws.end = seam
         return cls(opened, raws, rules, cut, pid, conn)
 
@@ -244,23 +249,37 @@ def _find_seam(f: BinaryIO, start: int, cut: int, is_seam: Callable[[Any], bool]
     return None
 
 
-def _tail(path: str, fmt: str, seam: int, cut: int, counter: Counter) -> bytes:
+def _reopened(f: BinaryIO, path: str) -> BinaryIO | None:
+    """The file ``f`` reads, opened again (a position of its own), unless its path now names
+    another file (replaced since it was opened: the other process must read the same bytes)."""
+    try:
+        g = open(path, "rb")  # noqa: SIM115 (closed by the caller)
+        same = os.path.samestat(os.fstat(g.fileno()), os.fstat(f.fileno()))
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    if not same:
+        g.close()
+        return None
+    return g
+
+
+def _tail(f: BinaryIO, fmt: str, seam: int, cut: int, counter: Counter) -> bytes:
     """In the child: the lines from ``seam`` to ``cut`` read, counted and replayed, pickled (None:
     the first process reads them itself)."""
     gc.disable()  # millions of short-lived dicts, no cycles among them (``collector_paused``)
     try:
-        out: Tail | None = _read_tail(path, fmt, seam, cut, counter)
+        out: Tail | None = _read_tail(f, fmt, seam, cut, counter)
     except BaseException:  # whatever went wrong, the first process meets it as a serial run does
         out = None
     return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _read_tail(path: str, fmt: str, seam: int, cut: int, counter: Counter) -> Tail | None:
+def _read_tail(f: BinaryIO, fmt: str, seam: int, cut: int, counter: Counter) -> Tail | None:
     rules = seams(fmt)
     assert rules is not None
     sc = SessionCounter(counter)
     tally = [0, 0, 0]  # lines, bytes, the last line's number
-    with open(path, "rb") as f:
+    with f:
         reader = rules.tail_reader(f, seam)
         f.seek(seam)
         raws = RawLines(f, cut)
