@@ -78,6 +78,8 @@ else:
     r = estimate_file(args["path"], fmt=args["fmt"])
 out["seconds"] = time.perf_counter() - t
 out["peak_mb"] = hwm()
+import resource  # its own processes' (a large log's second reader, helpers): pages shared counted
+out["children_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 out["engine"] = getattr(get_tokenizer("o200k"), "engine", "tiktoken")
 if what == "estimate":  # what the result keeps: the request rows, and the context now
     import gc
@@ -188,6 +190,25 @@ def print_table(found: Sequence[dict[str, Any]]) -> None:
             )
 
 
+def print_children(found: Sequence[dict[str, Any]]) -> None:
+    """The peak of the processes a run started itself (a large log's second reader, helpers)."""
+    rows = [r for r in found if r.get("children_mb")]
+    if not rows:
+        return
+    print(
+        "\nits own processes' peak RSS in MiB (ru_maxrss of the largest; pages shared with the run count in both)"
+    )
+    for fmt in dict.fromkeys(r["format"] for r in rows):
+        for what in dict.fromkeys(r["command"] for r in rows):
+            mine = sorted(
+                (r["nominal_mb"], r["children_mb"])
+                for r in rows
+                if (r["format"], r["command"]) == (fmt, what)
+            )
+            if mine:
+                print(f"{fmt:<12} {what:<9} " + ", ".join(f"{mb:g} MB: {peak:.1f}" for mb, peak in mine))
+
+
 def print_kept(found: Sequence[dict[str, Any]]) -> None:
     """What ``estimate``'s result keeps, per shape and size: the slope's two parts."""
     kept = [r for r in found if r["command"] == "estimate" and "requests_mb" in r]
@@ -242,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if found:
         print_table(found)
+        print_children(found)
         print_kept(found)
     if args.json:
         args.json.write_text(json.dumps(found, indent=1))
