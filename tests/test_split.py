@@ -268,3 +268,14 @@ def test_a_log_replaced_since_it_was_opened_is_read_in_one_process(tmp_path: Pat
         again.close()
         other.replace(path)
         assert split._reopened(f, str(path)) is None
+
+
+def test_the_crc_of_bytes_hashed_elsewhere_joins_the_crc_of_those_before() -> None:
+    import os
+    import zlib
+
+    from ctxfold.tokens.filecheck import crc32_combine
+
+    for before, after in ((0, 0), (1, 0), (0, 1), (5, 7), (1000, 1 << 20), (3, 12_345_679)):
+        a, b = os.urandom(before), os.urandom(after)
+        assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)

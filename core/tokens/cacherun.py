@@ -46,6 +46,12 @@ class _Raws(RawLines):
         self.kept: list[bytes] = []
         super().__init__(f, end, lines, hasher.update if hasher is not None else self.kept.append)
 
+    def told(self, crc: int, size: int) -> bool:
+        if self.hasher is None:
+            return False
+        self.hasher.extend(crc, size)
+        return True
+
 
 class CachedRun:
     """One file read with the cache: cold (from the first line) or resumed (after the prefix)."""

@@ -74,6 +74,45 @@ class PrefixHash:
     def hexdigest(self) -> str:
         return f"{self.value:08x}"
 
+    def extend(self, crc: int, size: int) -> None:
+        """As if the ``size`` bytes whose CRC-32 is ``crc`` were given now (hashed elsewhere: by
+        the process that read a large log's second part), without reading them."""
+        self.value = crc32_combine(self.value, crc, size)
+
+
+_POLY = 0xEDB88320  # CRC-32's polynomial, bit-reversed as zlib uses it
+
+
+def crc32_combine(crc1: int, crc2: int, size2: int) -> int:
+    """The CRC-32 of ``A + B`` from that of ``A``, that of ``B`` and ``B``'s size (zlib's own
+    combine, which Python's zlib does not offer): ``A``'s register run on over ``size2`` zero
+    bytes, a linear map over GF(2) raised to that power by squaring, then xor-ed with ``B``'s."""
+    step = [_POLY] + [1 << i for i in range(31)]  # the register after one zero bit, per input bit
+    for _ in range(3):
+        step = _then(step, step)  # ... after 2, 4, then 8 zero bits: one zero byte
+    while size2 > 0:
+        if size2 & 1:
+            crc1 = _apply(step, crc1)
+        size2 >>= 1
+        if size2:
+            step = _then(step, step)
+    return crc1 ^ crc2
+
+
+def _apply(op: list[int], value: int) -> int:
+    out, i = 0, 0
+    while value:
+        if value & 1:
+            out ^= op[i]
+        value >>= 1
+        i += 1
+    return out
+
+
+def _then(a: list[int], b: list[int]) -> list[int]:
+    """The map ``b`` then ``a``, as columns."""
+    return [_apply(a, column) for column in b]
+
 
 class PrefixCheck(threading.Thread):
     """The :class:`PrefixHash` of a file's first ``offset`` bytes, read in a thread of its own

@@ -31,6 +31,7 @@ from ctxfold.formats.jsonl import _lines
 from ctxfold.formats.loader import Opened, continue_stream
 from ctxfold.tokens import parallel, replay_join
 from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.filecheck import PrefixHash
 from ctxfold.tokens.session import SessionCounter, collector_paused
 from ctxfold.transcript.model import CompactionMarker
 
@@ -68,10 +69,13 @@ class RawLines:
             self.lines += 1
             yield raw
 
-    def skip(self, to: int, lines: int) -> None:
-        """Pass over the bytes up to ``to`` (``lines`` lines, read elsewhere), shown to ``seen``
-        in blocks."""
+    def skip(self, to: int, lines: int, crc: int | None = None) -> None:
+        """Pass over the bytes up to ``to`` (``lines`` lines, read elsewhere; ``crc``, their
+        CRC-32 when it was taken as they were read), shown to ``seen`` in blocks unless ``told``
+        takes their CRC-32 instead."""
         self.f.seek(self.pos)
+        if crc is not None and self.told(crc, to - self.pos):
+            self.pos = to
         while self.seen is not None and self.pos < to:
             block = self.f.read(min(1 << 20, to - self.pos))
             if not block:
@@ -81,6 +85,10 @@ class RawLines:
         self.pos = to
         self.f.seek(to)
         self.lines += lines
+
+    def told(self, crc: int, size: int) -> bool:
+        """Whether ``seen`` takes the CRC-32 of ``size`` bytes for the bytes themselves."""
+        return False
 
 
 @dataclass
@@ -95,6 +103,7 @@ class Tail:
     raw_lines: int  # lines passed over, blank ones too
     size: int  # bytes of the lines read
     last: int  # the last line's number, counted from the seam (1: the seam's line)
+    crc: int  # the CRC-32 of every byte read (``filecheck.PrefixHash``)
 
 
 class _Refused(Exception):
@@ -189,7 +198,7 @@ class _Split:
         opened.bytes_read += tail.size
         opened.lines_read += tail.lines
         opened.current_line = self.raws.lines + tail.last
-        self.raws.skip(self.cut, tail.raw_lines)
+        self.raws.skip(self.cut, tail.raw_lines, tail.crc)
         for _ in wrap(iter(())):  # (a progress bar shows where reading stands now)
             pass
         return True
@@ -282,7 +291,8 @@ def _read_tail(f: BinaryIO, fmt: str, seam: int, cut: int, counter: Counter) -> 
     with f:
         reader = rules.tail_reader(f, seam)
         f.seek(seam)
-        raws = RawLines(f, cut)
+        crc = PrefixHash()
+        raws = RawLines(f, cut, seen=crc.update)
         try:
             sc.feed(_entries(_lines(f, raws, no=1), reader, tally), size=None, finish=False)
         except _Refused:
@@ -291,7 +301,7 @@ def _read_tail(f: BinaryIO, fmt: str, seam: int, cut: int, counter: Counter) -> 
     if not replay_join.joinable(replay):
         return None
     lines, size, last = tally
-    return Tail(replay, reader, rules.detach(reader), lines, raws.lines, size, last)
+    return Tail(replay, reader, rules.detach(reader), lines, raws.lines, size, last, crc.value)
 
 
 def _entries(lines: Iterator[Any], reader: Any, tally: list[int]) -> Iterator[Any]:
