@@ -13,16 +13,11 @@ from typing import Any
 
 import pytest
 
-from ctxfold.tokens.counting import Counter
-from ctxfold.tokens.replay_join import join, joinable
-from ctxfold.tokens.session import SessionCounter
-from ctxfold.tokens.tokenizers import get_tokenizer
-from ctxfold.transcript.model import (
+from ctxfold import (
     ApiError,
     CompactionMarker,
     ContextReset,
     ContextUpdate,
-    Entry,
     Message,
     OpaquePart,
     TextPart,
@@ -31,6 +26,11 @@ from ctxfold.transcript.model import (
     ToolResultPart,
     Usage,
 )
+from ctxfold.tokens.counting import Counter
+from ctxfold.tokens.replay_join import join, joinable
+from ctxfold.tokens.session import SessionCounter
+from ctxfold.tokens.tokenizers import get_tokenizer
+from ctxfold.transcript.model import Entry
 
 
 def _turn(i: int) -> list[Entry]:
