@@ -102,7 +102,9 @@ def test_every_cut_before_a_user_message_joins_into_the_one_pass_replay() -> Non
         tail.feed(entries[k:rest], finish=False)
         snap = tail.snapshot()
         assert joinable(snap)
-        join(first, snap)
+        joined = join(first.snapshot(), snap)
+        assert joined is not None
+        first.go_on_from(joined)
         first.feed(entries[rest:])
         assert everything(first) == want, f"cut before entry {k}, {n} entries after it"
     assert len(cuts) > 20
@@ -114,7 +116,8 @@ def test_a_part_that_sets_its_own_system_prompt_is_not_joined() -> None:
     assert not joinable(tail.snapshot())
     held = SessionCounter(counter())
     held.feed([*_turn(0), CompactionMarker("test", summary="What happened so far.")], finish=False)
-    assert held.holds_summary and not joinable(held.snapshot())
+    assert not joinable(held.snapshot())
+    assert join(held.snapshot(), tail.snapshot()) is None  # the first part holds one
 
 
 @pytest.mark.parametrize("k", [1, 2])
@@ -125,5 +128,7 @@ def test_what_the_log_says_of_its_harness_comes_from_the_part_that_first_says_it
     first, tail = SessionCounter(counter()), SessionCounter(counter())
     first.feed(entries[:k], finish=False)
     tail.feed(entries[k:], finish=False)
-    join(first, tail.snapshot())
+    joined = join(first.snapshot(), tail.snapshot())
+    assert joined is not None
+    first.go_on_from(joined)
     assert first.state.facts == whole.state.facts and first.state.facts.first_request_id == "req0"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxfold.tokens.harness_prompts import LogFacts
-from ctxfold.tokens.session import Replay, SessionCounter
+from ctxfold.tokens.session import Replay
 
 _FIXED = ("system", "tools")
 
@@ -32,13 +32,17 @@ def joinable(tail: dict[str, Any]) -> bool:
     )
 
 
-def join(sc: SessionCounter, tail: dict[str, Any]) -> None:
-    """Make ``sc`` the replay of its entries and then the part's (``joinable``)."""
-    a, t = sc.state, tail["state"]
+def join(first: dict[str, Any], tail: dict[str, Any]) -> dict[str, Any] | None:
+    """The replay of the first part's entries and then the part's, from both replays
+    (``SessionCounter.snapshot``; the part's ``joinable``), the first's state reused; None
+    when the first holds a summary for the message after it (whose text the part kept)."""
+    if first["held_summary"] is not None:
+        return None
+    a, t = first["state"], tail["state"]
     fixed = sum(a.by_category.get(c, 0) for c in _FIXED)
     context = sum(a.by_category.values())  # the first part's context, fixed part included
     elided = a.by_category.get("tool_results", 0) + a.by_category.get("media", 0)
-    first_real = sc._segment_has_real
+    first_real = first["segment_has_real"]
     for q in t.requests:
         q.index += len(a.requests)
         if q.segment == 0:  # in the context the first part left
@@ -79,8 +83,12 @@ def join(sc: SessionCounter, tail: dict[str, Any]) -> None:
     a.agent = t.agent or a.agent
     a.project = a.project if a.project is not None else t.project
     a.facts = _facts(a.facts, t.facts)
-    sc._in_run = tail["in_run"]
-    sc._segment_has_real = tail["segment_has_real"] or (first_real and not reset)
+    return {
+        "state": a,
+        "in_run": tail["in_run"],
+        "segment_has_real": tail["segment_has_real"] or (first_real and not reset),
+        "held_summary": None,
+    }
 
 
 def _facts(a: LogFacts, t: LogFacts) -> LogFacts:

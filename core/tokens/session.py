@@ -194,12 +194,6 @@ class SessionCounter:
             self._release_summary()
         return self.state
 
-    @property
-    def holds_summary(self) -> bool:
-        """Whether a compaction's summary waits for the next message (whose text says whether
-        that message is the summary)."""
-        return self._held_summary is not None
-
     def snapshot(self) -> dict[str, Any]:
         """What resuming needs besides the counter (rebuilt from the settings): plain data."""
         return {
@@ -213,11 +207,15 @@ class SessionCounter:
     def restore(cls, counter: Counter, snap: dict[str, Any]) -> SessionCounter:
         """A counter that goes on from ``snapshot()``, with the counter it was made with."""
         sc = cls(counter)
-        sc.state = snap["state"]
-        sc._in_run = snap["in_run"]
-        sc._segment_has_real = snap["segment_has_real"]
-        sc._held_summary = snap["held_summary"]
+        sc.go_on_from(snap)
         return sc
+
+    def go_on_from(self, snap: dict[str, Any]) -> None:
+        """Go on from ``snapshot()`` (another replay's, or one joined from two: ``replay_join``)."""
+        self.state = snap["state"]
+        self._in_run = snap["in_run"]
+        self._segment_has_real = snap["segment_has_real"]
+        self._held_summary = snap["held_summary"]
 
     def _settle(self, item: tuple[list[Entry], Batch, Pending]) -> None:
         buf, batch, future = item

@@ -190,10 +190,11 @@ class _Split:
         if tail is None or reader is None or self.raws.pos != self.seam:
             return False
         sc.feed(wrap(iter(self.rules.at_seam(reader))), size=None, finish=False)
-        merged = None if sc.holds_summary else self.rules.join(reader, tail.reader, tail.missed)
-        if merged is None:
+        merged = self.rules.join(reader, tail.reader, tail.missed)
+        replay = replay_join.join(sc.snapshot(), tail.replay) if merged is not None else None
+        if replay is None:
             return False
-        replay_join.join(sc, tail.replay)
+        sc.go_on_from(replay)
         opened.reader = merged
         opened.bytes_read += tail.size
         opened.lines_read += tail.lines
