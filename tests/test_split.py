@@ -155,6 +155,25 @@ def _turn(i: int, *, call: bool = True) -> list[bytes]:
     return out
 
 
+def test_a_log_that_goes_on_with_another_session_gives_the_one_process_result(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions one after the other (as the generated benchmark logs are): the second names
+    an entry point the first never did, which a one-process read never learns (it reads what
+    the log says of its harness up to the first response only)."""
+    path = tmp_path / "two-sessions.jsonl"
+    first, second = (
+        FIXTURES / "real" / "claude-code-sidechains.jsonl",
+        FIXTURES / "heldout" / "claude-code" / "bhavana.jsonl",
+    )
+    path.write_bytes(first.read_bytes() + second.read_bytes())
+    want = one_process(path, monkeypatch)
+    assert want["replay"]["facts"].entrypoint is None and b'"entrypoint"' in second.read_bytes()
+    for at in AT:
+        assert two_processes(path, at, monkeypatch) == want, f"seam near {at:.0%}"
+    assert joins.joined >= 4
+
+
 def test_a_result_after_the_seam_whose_call_came_before_it_is_read_here(
     tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
 ) -> None:

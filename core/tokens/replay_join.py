@@ -7,14 +7,15 @@ rows get what this replay held at the seam added (its context, elided results, s
 index and segment); after that compaction the context is the part's own, but for the system
 prompt and tools, which no compaction clears. What it never learned (the model, the window)
 was the first part's. A part that sets a system prompt or tools of its own, or holds a summary
-for the message after it, is not joined (its counts would need what it did not see).
+for the message after it, is not joined (its counts would need what it did not see), nor one
+after a first part that has had no response yet (what the log says of its harness, ``LogFacts``,
+is read up to the first response: the part read its own up to its own).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ctxfold.tokens.harness_prompts import LogFacts
 from ctxfold.tokens.session import Replay
 
 _FIXED = ("system", "tools")
@@ -34,9 +35,11 @@ def joinable(tail: dict[str, Any]) -> bool:
 
 def join(first: dict[str, Any], tail: dict[str, Any]) -> dict[str, Any] | None:
     """The replay of the first part's entries and then the part's, from both replays
-    (``SessionCounter.snapshot``; the part's ``joinable``), the first's state reused; None
-    when the first holds a summary for the message after it (whose text the part kept)."""
-    if first["held_summary"] is not None:
+    (``SessionCounter.snapshot``; the part's ``joinable``), the first's state reused. None when
+    the first holds a summary for the message after it (whose text the part kept), or has not
+    yet learned what the log says of its harness (``LogFacts``, read up to the first response:
+    the part read its own up to its own)."""
+    if first["held_summary"] is not None or not first["state"].facts.done:
         return None
     a, t = first["state"], tail["state"]
     fixed = sum(a.by_category.get(c, 0) for c in _FIXED)
@@ -82,22 +85,9 @@ def join(first: dict[str, Any], tail: dict[str, Any]) -> dict[str, Any] | None:
     a.session_id = t.session_id or a.session_id
     a.agent = t.agent or a.agent
     a.project = a.project if a.project is not None else t.project
-    a.facts = _facts(a.facts, t.facts)
     return {
         "state": a,
         "in_run": tail["in_run"],
         "segment_has_real": tail["segment_has_real"] or (first_real and not reset),
         "held_summary": None,
     }
-
-
-def _facts(a: LogFacts, t: LogFacts) -> LogFacts:
-    """What the log says of its harness: each first found, the first part's before the rest's."""
-    first = a if a.responses else t
-    return LogFacts(
-        version=a.version if a.version is not None else t.version,
-        started=a.started if a.started is not None else t.started,
-        entrypoint=a.entrypoint if a.entrypoint is not None else t.entrypoint,
-        first_request_id=first.first_request_id,
-        responses=first.responses,
-    )
