@@ -29,8 +29,44 @@ ANSWER = "Hello from the lab."
 
 
 def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Path], tmp_path: Path) -> None:
-    rec = tmp_path / "rec"
-    rec.mkdir()
+    # Claude Code stops a status line run still going when the next one starts, and runs none
+    # once the session is idle: on a loaded machine, every run that read the answer can be
+    # stopped (seen once in a full suite). A second session is then run; a line of ctxfold's that
+    # is never drawn fails both.
+    for attempt in (1, 2):
+        rec, session, seen = _session(harness_bin, tmp_path / f"attempt-{attempt}")
+        if seen:
+            break
+    (log,) = session.logs
+    assert list(rec.glob("payload-*.json")), "Claude Code never ran the status line command"
+    # the runs that finished (Claude Code stops a run still going when it starts the next one,
+    # and the last may still be going when the harness is stopped)
+    done = finished(rec)
+    assert done, "no status line command finished"
+    # the JSON Claude Code sends: the fields the command reads, as docs/commands.md says
+    last = done[-1].payload
+    assert last["transcript_path"] == str(log) and last["session_id"] == log.stem
+    assert isinstance(last["model"]["display_name"], str) and last["model"]["id"]
+    assert all(len(run.out.splitlines()) == 1 for run in done)
+    assert (
+        done[0].out.startswith("ctxfold: no transcript yet (") or "tokens" in done[0].out
+    )  # before any message
+    assert seen, f"Claude Code drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
+    run, screen = seen[0]
+    shown = run.out
+    assert re.match(r"[\d.]+k?/[\d.]+[kM] tokens \(\d+%\) · [\d.]+k left before ", shown), shown
+    # the numbers of the transcript as that run read it
+    assert shown == run.expected(tmp_path)
+    assert shown.split(" · ", 1)[1] in ANSI.sub("", screen)  # Claude Code drew it under its prompt
+
+
+def _session(
+    harness_bin: Callable[[str], Path], tmp: Path
+) -> tuple[Path, harness_tty.Session, list[tuple[Run, str]]]:
+    """Claude Code's terminal UI asked one question, with ctxfold's status line recorded in
+    ``tmp/rec``; the session, and the run drawn with the screen when it stopped (if any)."""
+    rec = tmp / "rec"
+    rec.mkdir(parents=True)
     command = recorder(rec)
     claude = HARNESSES["claude-code"]
 
@@ -53,35 +89,14 @@ def test_claude_code_shows_ctxfolds_status_line(harness_bin: Callable[[str], Pat
         return bool(seen)
 
     harness = dataclasses.replace(claude, configure=configure)
-    home = tmp_path / "home"
     session = harness_tty.run_interactive(
         harness,
         harness_bin("claude"),
         [Reply(ANSWER)],
         "Say hello.",
-        home=home,
+        home=tmp / "home",
         timeout=180,
         until=drawn,
     )
     time.sleep(0.5)
-    (log,) = session.logs
-    assert list(rec.glob("payload-*.json")), "Claude Code never ran the status line command"
-    # the runs that finished (Claude Code stops a run still going when it starts the next one,
-    # and the last may still be going when the harness is stopped)
-    done = finished(rec)
-    assert done, "no status line command finished"
-    # the JSON Claude Code sends: the fields the command reads, as docs/commands.md says
-    last = done[-1].payload
-    assert last["transcript_path"] == str(log) and last["session_id"] == log.stem
-    assert isinstance(last["model"]["display_name"], str) and last["model"]["id"]
-    assert all(len(run.out.splitlines()) == 1 for run in done)
-    assert (
-        done[0].out.startswith("ctxfold: no transcript yet (") or "tokens" in done[0].out
-    )  # before any message
-    assert seen, f"Claude Code drew no line of ctxfold's: {ANSI.sub('', session.stdout)[-1500:]}"
-    run, screen = seen[0]
-    shown = run.out
-    assert re.match(r"[\d.]+k?/[\d.]+[kM] tokens \(\d+%\) · [\d.]+k left before ", shown), shown
-    # the numbers of the transcript as that run read it
-    assert shown == run.expected(tmp_path)
-    assert shown.split(" · ", 1)[1] in ANSI.sub("", screen)  # Claude Code drew it under its prompt
+    return rec, session, seen
