@@ -39,10 +39,11 @@ from ctxfold.transcript.model import CompactionMarker
 # log (prefixes of it below 20 MB) in a fresh process, one process against two, medians of 5:
 # 3 MB 0.20/0.19 s, 5 MB 0.22/0.23, 10 MB 0.43/0.34, 20 MB 0.76/0.58, 50 MB 1.38/1.14.
 MIN_BYTES = 8_000_000
-# Where the seam is looked for, as a fraction of the bytes to read: past the middle, as the
-# first process also joins the replays. 200 MB, best of 4 (a noisy hour): 0.50 2.71 s, 0.53
-# 2.56, 0.56 2.58, 0.59 2.88.
-AT = 0.54
+# Where the seam is looked for, as a fraction of the bytes to read: a little past the middle, as
+# the first process also joins the replays. 200 MB, noisy hours: best of 4, 0.50 2.71 s, 0.53
+# 2.56, 0.56 2.58, 0.59 2.88; medians of 5, 0.50 3.42, 0.52 3.38, 0.54 3.54, 0.56 3.65; medians
+# of 8 alternating, 0.52 3.37, 0.54 3.46. (At 0.54 the first part ended 0.1-0.4 s after the other.)
+AT = 0.52
 LOOK = 8_000_000  # how far past that point (a seam is a user's line: a few per megabyte)
 SEAMS = {"claude-code": "ctxfold.formats.claude_code.seam"}
 
