@@ -155,6 +155,27 @@ def _turn(i: int, *, call: bool = True) -> list[bytes]:
     return out
 
 
+EVERY = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".jsonl", ".json"))
+
+
+@pytest.mark.parametrize("path", EVERY, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_fixture_read_as_a_large_file_gives_what_a_stream_read_gives(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large file's lines are read up to its last complete one, then the rest (``split.feed``
+    for every format): the result, or the error, of reading it as a stream."""
+
+    def read(min_bytes: int) -> Any:
+        with monkeypatch.context() as m:
+            m.setattr(split, "MIN_BYTES", min_bytes)
+            try:
+                return everything(estimate_file(path))
+            except Exception as err:  # a fixture a stream read refuses is refused the same way
+                return f"{type(err).__name__}: {err}"
+
+    assert read(0) == read(1 << 62)
+
+
 def test_a_log_that_goes_on_with_another_session_gives_the_one_process_result(
     tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,9 +134,10 @@ def _estimate_large(
     skip_invalid: bool,
     on_progress: Callable[[Opened], None] | None,
 ) -> FileEstimate | None:
-    """A large file of a format whose reader can start mid-file: its complete lines read with
-    ``split.feed`` (the part after a seam in a second process), then the rest. None: read it as
-    any other file (another format, or a forced one no line is in: that read says so)."""
+    """A large file: its complete lines read with ``split.feed`` (for a format whose reader can
+    start mid-file, the part after a seam in a second process), then the rest. None: read it
+    as a stream instead (one JSON document; a log whose model its first entries do not name, as
+    the count cache's cold read refuses it; a forced format no line is in: that read says so)."""
     seen = 0
 
     def wrap(it: Iterator[Any]) -> Iterator[Any]:
@@ -150,9 +151,11 @@ def _estimate_large(
         f.seek(0)
         raws = split.RawLines(f, cut)
         opened = open_lines(path, _lines(f, raws), fmt=fmt, skip_invalid=skip_invalid, finish=False)
-        if split.seams(opened.format) is None or f.tell() != raws.pos:
-            return None
+        if f.tell() != raws.pos:
+            return None  # one JSON document, read whole by detection
         head, start = begin(wrap(opened.entries), opened.format, spec)
+        if not start.decided:
+            return None  # no model named in the first entries: the reader's last ones may
         sc = start.counter(spec)
         split.feed(sc, head, opened, raws, cut, skip_invalid=skip_invalid, wrap=wrap)
         f.seek(raws.pos)

@@ -161,8 +161,8 @@ class _Split:
     @classmethod
     def start(cls, opened: Opened, raws: RawLines, counter: Counter, cut: int) -> _Split | None:
         rules = seams(opened.format)
-        if rules is None or not _worth(cut - raws.pos):
-            return None
+        if rules is None or not _worth(cut - raws.pos) or raws.f.tell() != raws.pos:
+            return None  # (the last: one JSON document, read whole by detection)
         seam = _find_seam(raws.f, max(raws.pos, int(cut * AT)), cut, rules.is_seam)
         raws.f.seek(raws.pos)
         if seam is None:
