@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any, BinaryIO
 
 from ctxfold.formats.base import Line
-from ctxfold.formats.jsonl import _lines
+from ctxfold.formats.jsonl import READ_BUFFER, _lines
 from ctxfold.formats.loader import Opened, continue_stream
 from ctxfold.tokens import parallel, replay_join
 from ctxfold.tokens.counting import Counter
@@ -264,7 +264,7 @@ def _reopened(f: BinaryIO, path: str) -> BinaryIO | None:
     """The file ``f`` reads, opened again (a position of its own), unless its path now names
     another file (replaced since it was opened: the other process must read the same bytes)."""
     try:
-        g = open(path, "rb")  # noqa: SIM115 (closed by the caller)
+        g = open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115 (closed by the caller)
         same = os.path.samestat(os.fstat(g.fileno()), os.fstat(f.fileno()))
     except (OSError, ValueError, io.UnsupportedOperation):
         return None
