@@ -59,8 +59,11 @@ class ContextCounts:
             raise ValueError(f"unknown token categories {sorted(by.keys() - _CATEGORY.keys())}")
         i = len(self.totals)
         self.totals.append(mc.total)
-        for c, column in zip(CATEGORIES, self.cats, strict=True):
-            column.append(by.get(c, 0))
+        cats = self.cats
+        for column in cats:
+            column.append(0)
+        for c, n in by.items():  # a message has one or two categories of the seven
+            cats[_CATEGORY[c]][i] = n
         code = _ROLE.get(mc.role)
         self.roles.append(code if code is not None else self._code(mc.role))
         self.ids.append(mc.id)
