@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ctxfold.errors import LineError
 from ctxfold.transcript.model import Entry
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One parsed JSONL line: its 1-based number, its JSON value and its size in bytes."""
+class Line(NamedTuple):
+    """One parsed JSONL line: its 1-based number, its JSON value and its size in bytes. (A named
+    tuple, immutable as a frozen dataclass is but made at a third of its cost: one per line.)"""
 
     no: int
     data: Any
