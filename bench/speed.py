@@ -18,6 +18,10 @@ For the Claude Code and Codex shapes (a file generated from the real sessions, `
   and ``floor/tiktoken``: that time spread evenly over this machine's cores, over raw tiktoken's.
   No split of the work can bring ``est/tiktoken`` under it; only doing less work can.
 
+Under the table, ``est/tiktoken`` round by round: each round's estimate over the raw tiktoken
+run right after it, sorted, and their median. The best-of columns pair times from different
+minutes; a pair of one round shares the machine's speed of that minute.
+
 Above the table, two probes of fixed work (``_machine.py``): how fast this machine runs this
 hour, to read the absolute times (start-up, the statusline) against other hours.
 
@@ -142,6 +146,9 @@ def shape(
         qt.append(raw(batches, "quicktok"))
     est_s, cpu_s = min(est)  # the fastest round's wall time and that round's CPU time
     row.update(est_s=est_s, cpu_s=cpu_s, tiktoken_s=min(tik), quicktok_s=min(qt))
+    # each round's estimate over the raw tiktoken run just after it: the machine's speed drifts
+    # from minute to minute (20 % here), and a pair a few seconds apart shares most of it
+    row["round_ratios"] = sorted(e / t for (e, _), t in zip(est, tik, strict=True))
     return row
 
 
@@ -297,14 +304,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{'cpu s':>6} {'floor/tiktoken':>14}"
     )
     print(head + "\n" + "-" * len(head))
+    paired = []
     for fmt in SHAPES:
         r = shape(fmt, size, rounds, args.python, env, args.seed)
+        ratios = r["round_ratios"]
+        paired.append(
+            f"{fmt} median {statistics.median(ratios):.2f} ({', '.join(f'{x:.2f}' for x in ratios)})"
+        )
         print(
             f"{fmt:<12} {r['mb']:>6.1f} {r['texts']:>7,} {r['chars'] / 1e6:>8.1f} {r['engine']:>9} "
             f"{r['est_s']:>10.2f} {r['parse_s']:>8.2f} {r['tiktoken_s']:>13.2f} {r['quicktok_s']:>13.2f} "
             f"{r['est_s'] / r['tiktoken_s']:>12.2f} {r['est_s'] / r['quicktok_s']:>12.2f} {r['peak_mb']:>8.0f} "
             f"{r['cpu_s']:>6.2f} {r['cpu_s'] / cores / r['tiktoken_s']:>14.2f}"
         )
+    print(
+        "est/tiktoken round by round (each estimate over the tiktoken run next to it): " + "; ".join(paired)
+    )
 
     f = folder(args.python, env, files, args.folder_kb, 2 if args.quick else 3, args.seed)
     line = (
