@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
+from ctxfold.transcript.frozen import fast_init
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -52,6 +54,7 @@ def _check_counts(entry: object, names: tuple[str, ...]) -> None:
 # ----------------------------------------------------------------------------------- parts
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TextPart:
     """Text of a message.
@@ -65,6 +68,7 @@ class TextPart:
     kind: ClassVar[str] = "text"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ThinkingPart:
     """Reasoning. ``text`` may be empty when only a signature or encrypted blob was kept.
@@ -81,6 +85,7 @@ class ThinkingPart:
     kind: ClassVar[str] = "thinking"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
     """A call the model made. ``arguments`` is the JSON value (usually a dict) or, for
@@ -98,6 +103,7 @@ class ToolCallPart:
     kind: ClassVar[str] = "tool_call"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MediaPart:
     """An image, document or other blob. ``data`` is base64 text when inline, else ``url``.
@@ -117,6 +123,7 @@ class MediaPart:
     kind: ClassVar[str] = "media"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
     """What a tool returned. ``content`` holds text and media parts.
@@ -138,6 +145,7 @@ class ToolResultPart:
         return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OpaquePart:
     """Anything not modelled (web search calls, server tools...): kept verbatim as JSON.
@@ -169,6 +177,7 @@ _USAGE_COUNTS = (
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts the provider reported for one model response.
@@ -230,6 +239,7 @@ _USAGE_STATE = attrgetter(*_USAGE_FIELDS)
 _USAGE_SETTERS = tuple(Usage.__dict__[name].__set__ for name in _USAGE_FIELDS)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of the conversation: a role and its parts; ``usage`` is the provider's
@@ -268,6 +278,7 @@ class Message:
         return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CompactionMarker:
     """A compaction the recording tool itself performed.
@@ -295,6 +306,7 @@ class CompactionMarker:
         _check_counts(self, ("tokens_before", "tokens_after"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ApiError:
     """A request the provider refused. When the error states the prompt size
@@ -316,6 +328,7 @@ class ApiError:
         _check_counts(self, ("prompt_tokens", "limit"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolDef:
     """A tool the model may call: its name, description and JSON schema.
@@ -334,6 +347,7 @@ class ToolDef:
 HARNESS_TOKENS = "harness_tokens"  # ContextUpdate.extra: tokens of unlogged per-request harness text
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ContextUpdate:
     """The request's fixed parts changed: system prompt, tools, model or window.
@@ -357,6 +371,7 @@ class ContextUpdate:
         _check_counts(self, ("context_window",))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ContextReset:
     """A request log's next request does not extend the previous one: the conversation
@@ -373,6 +388,7 @@ class ContextReset:
 Entry = Message | CompactionMarker | ApiError | ContextUpdate | ContextReset
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Transcript:
     """A whole transcript, materialised. Streaming consumers use the entry iterator instead
