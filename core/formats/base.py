@@ -44,9 +44,9 @@ def obj(line: Line) -> dict[str, Any]:
 
 def need(d: Mapping[str, Any], key: str, line: Line, typ: type | tuple[type, ...] = object) -> Any:
     """``d[key]``, or a LineError naming the missing or mistyped field."""
-    if key not in d or d[key] is None:
+    value = d.get(key)
+    if value is None:
         raise LineError(f"missing required field {key!r}", line.no)
-    value = d[key]
     if typ is not object and not isinstance(value, typ):
         want = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
         raise LineError(f"field {key!r} should be {want}, got {type(value).__name__}", line.no)
