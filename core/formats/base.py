@@ -44,7 +44,10 @@ def obj(line: Line) -> dict[str, Any]:
 
 def need(d: Mapping[str, Any], key: str, line: Line, typ: type | tuple[type, ...] = object) -> Any:
     """``d[key]``, or a LineError naming the missing or mistyped field."""
-    value = d.get(key)
+    try:
+        value = d.get(key)
+    except AttributeError:  # not a JSON object at all: no field of it can be read
+        value = None
     if value is None:
         raise LineError(f"missing required field {key!r}", line.no)
     if typ is not object and not isinstance(value, typ):
