@@ -7,9 +7,9 @@ small ``estimate`` (3.13 compiles a class's methods in one call, cheaper, but st
 The same source always compiles to the same code, so :func:`kept_class_code` keeps the
 compiled code in the user's cache folder (``marshal``, the format of ``.pyc`` files, in a file
 named for the exact interpreter) and hands ``dataclasses`` the kept code for a source it has
-seen (and ``transcript/frozen.py``, which compiles the model's faster ``__init__`` through the
-same hook when it is there). Only the ``ctxfold`` command's own process opts in (``cli/main.py``, and the statusline's
-measuring in ``cli/statusline.py``); importing ctxfold as a library never changes
+seen (``transcript/frozen.py`` compiles the model's faster ``__init__`` through the same hook
+when it is there). Only the ``ctxfold`` command's own process opts in (``cli/main.py``, and the
+statusline's measuring in ``cli/statusline.py``); importing ctxfold as a library never changes
 ``dataclasses``.
 
 The file is trusted as Python trusts the ``.pyc`` files beside the code: whoever can write the

@@ -3,11 +3,11 @@
 ``dataclasses`` makes a frozen class's ``__init__`` store each field with
 ``object.__setattr__(self, name, value)``: a lookup by name through the type per field, about
 twice the work of the store itself. Reading a 200 MB log makes a few hundred thousand parts and
-messages: with this, an ``estimate`` of a 20 MB Claude Code log executes 2.8 % fewer
-instructions (``bench/instructions.py``: 2,096 M to 2,037 M). :func:`fast_init` gives the class an ``__init__`` with the same
-parameters, defaults, factories and ``__post_init__`` that stores each field through its slot's
-own setter, bound once when the class is made. The instance is as frozen as before: assigning a
-field still raises ``FrozenInstanceError``.
+messages. :func:`fast_init` gives the class an ``__init__`` with the same parameters, defaults,
+factories and ``__post_init__`` that stores each field through its slot's own setter, bound once
+when the class is made: an ``estimate`` of a 20 MB Claude Code log executes 2.8 % fewer
+instructions (``bench/instructions.py``: 2,096 M to 2,037 M). The instance is as frozen as
+before: assigning a field still raises ``FrozenInstanceError``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ def fast_init(cls: type[T]) -> type[T]:
     params = dataclasses.fields(cls)  # type: ignore[arg-type]
     if not (cls.__dataclass_params__.frozen and "__slots__" in cls.__dict__):  # type: ignore[attr-defined]
         raise TypeError(f"{cls.__name__}: fast_init is for frozen dataclasses with slots")
-    if any(not f.init or f.kw_only for f in params) or hasattr(cls, "__dataclass_init_vars__"):
+    if any(not f.init or f.kw_only or f.name == "self" for f in params) or hasattr(
+        cls, "__dataclass_init_vars__"
+    ):
         raise TypeError(f"{cls.__name__}: a field fast_init does not handle")
     scope: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
     args, body = [], []

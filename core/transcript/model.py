@@ -1,8 +1,8 @@
 """The transcript model every format reads into and writes back from.
 
 Values are frozen dataclasses (made a little faster than ``dataclasses`` makes them: a log of
-200 MB holds a few hundred thousand; ``transcript/frozen.py``). Each carries a ``kind`` class attribute so code and JSON can
-tell them apart without ``isinstance`` chains. Whatever a format has that the model does not
+200 MB holds a few hundred thousand; ``transcript/frozen.py``). Each carries a ``kind`` class
+attribute so code and JSON can tell them apart without ``isinstance`` chains. Whatever a format has that the model does not
 use is kept in ``extra`` (a mapping of the format's own field names), so a writer can put it
 back and a round trip loses nothing.
 
