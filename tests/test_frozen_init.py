@@ -99,6 +99,10 @@ def test_a_class_it_cannot_handle_is_refused() -> None:
     class NoSlots:
         a: int
 
-    for cls in (Mutable, KeywordOnly, NoSlots):
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class FieldNamedSelf:
+        self: int
+
+    for cls in (Mutable, KeywordOnly, NoSlots, FieldNamedSelf):
         with pytest.raises(TypeError):
             fast_init(cls)
