@@ -26,7 +26,6 @@ issue's targets off ``speed.py``'s times. Needs ``valgrind`` on ``PATH``; withou
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _child import child_env
 from _gen import generate
 from estimate import capture, generator_sources
 
@@ -109,9 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         print("valgrind is not installed: no instruction counts (apt install valgrind)")
         return 0
     work = Path(tempfile.mkdtemp(prefix="ctxfold-instructions-"))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(CTXFOLD_WORKERS="0", PYTHONHASHSEED="0", CTXFOLD_BPE=args.engine, CTXFOLD_NO_CACHE="1")
-    env["XDG_CACHE_HOME"] = str(work / "cache")
+    env = child_env(work / "cache", count_cache=False)
+    env.update(CTXFOLD_WORKERS="0", PYTHONHASHSEED="0", CTXFOLD_BPE=args.engine)
     print(f"measuring {args.python} under callgrind; estimate's engine {args.engine}, one process")
     print(
         f"{'shape':<12} {'MB':>6} {'estimate M':>11} {'tiktoken M':>11} {'quicktok M':>11} {'est/tiktoken':>12}"
