@@ -7,7 +7,7 @@ not move with the machine's load (valgrind's callgrind counts instructions, not 
 
 On a shared machine a 200 MB ``estimate`` takes 1.7 s one minute and 2.7 s the next, so a change
 worth 1-2 % of the time cannot be told from noise by timing it. The instructions it executes
-can: two runs of the same code differ by under 0.01 %. For each shape (a file generated from the
+can: two runs of the same code give the same count. For each shape (a file generated from the
 real sessions, ``_gen.py``), in children of the measured interpreter under callgrind, one process
 (``CTXFOLD_WORKERS=0``), the hash seed fixed, the engine pinned (``--engine``, quicktok by
 default: the one a large file gets):
@@ -16,7 +16,9 @@ default: the one a large file gets):
   less a run that stops just before it: the imports and the engine's load are left out);
 * ``tiktoken M`` and ``quicktok M``: of the raw engine on one thread over exactly the texts the
   estimate counts (captured in this process), one call per text, the same way;
-* ``est/tiktoken``: the ratio of instructions.
+* ``est/tiktoken``: the ratio of instructions. The estimate's count repeats exactly; raw
+  tiktoken's has not always (on the Codex texts, 6,362 M in two runs and 5,348 M in a third), so
+  compare estimates with each other and read this ratio loosely.
 
 Instructions are not time: a byte loop such as ``bytes.translate`` retires several per cycle,
 branchy interpreter code one or fewer. Compare two versions of the code with this; read the
