@@ -145,13 +145,20 @@ def _session(tmp_path: Path) -> tuple[Path, bytes]:
     return target, data
 
 
-@pytest.mark.parametrize("inline", [True, False], ids=["checked-at-once", "checked-in-a-thread"])
+@pytest.mark.parametrize(
+    "how",
+    ["inline", "thread", "process"],
+    ids=["checked-at-once", "checked-in-a-thread", "checked-in-a-process"],
+)
 def test_a_rewritten_prefix_is_counted_afresh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     from ctxfold.tokens.filecheck import PrefixCheck
 
-    monkeypatch.setattr(PrefixCheck, "INLINE", 1 << 40 if inline else 0)
+    if how == "process" and not filecheck._may_fork():
+        pytest.skip("no fork, or one core: prefixes are checked in a thread")
+    monkeypatch.setattr(PrefixCheck, "INLINE", 1 << 40 if how == "inline" else 0)
+    monkeypatch.setattr(PrefixCheck, "FORK", 0 if how == "process" else 1 << 40)
     target, data = _session(tmp_path)
     cut = _line_end(data, 0.5)
     target.write_bytes(data[:cut])
@@ -468,6 +475,61 @@ def test_checks_of_a_prefix_in_threads_switch_quickly_then_put_the_interval_back
     assert sys.getswitchinterval() == before
     data = path.read_bytes()
     assert digests == [f"{zlib.crc32(data[:n]):08x}" for n in (2 << 20, 3 << 20)]
+
+
+def _forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not filecheck._may_fork():
+        pytest.skip("no fork, or one core: prefixes are checked in a thread")
+    monkeypatch.setattr(filecheck.PrefixCheck, "INLINE", 0)
+    monkeypatch.setattr(filecheck.PrefixCheck, "FORK", 0)
+
+
+def test_a_prefix_checked_in_a_forked_process_gives_the_crc_and_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _forking(monkeypatch)
+    path = tmp_path / "session.jsonl"
+    data = os.urandom(3 << 20)
+    path.write_bytes(data)
+    for size in (1, 1 << 20, (3 << 20) - 7, 3 << 20, 4 << 20):  # the last: the file is shorter
+        check = filecheck.PrefixCheck(str(path), size)
+        assert check.forked is not None
+        pid = check.forked[0]
+        inline = filecheck.PrefixHash()
+        inline.update(data[:size])
+        if size > len(data):
+            inline.update(b"\0cut short")
+        assert check.result().hexdigest() == inline.hexdigest()
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped
+
+
+def test_a_forked_check_that_dies_is_hashed_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _forking(monkeypatch)
+    path = tmp_path / "session.jsonl"
+    data = os.urandom(2 << 20)
+    path.write_bytes(data)
+    here, check = os.getpid(), filecheck.PrefixCheck._check
+
+    def dies_in_the_child(self: filecheck.PrefixCheck) -> None:
+        if os.getpid() != here:
+            os._exit(3)  # killed before it could answer
+        check(self)
+
+    monkeypatch.setattr(filecheck.PrefixCheck, "_check", dies_in_the_child)
+    checked = filecheck.PrefixCheck(str(path), len(data))
+    assert checked.forked is not None
+    assert checked.result().hexdigest() == f"{zlib.crc32(data):08x}"
+
+
+def test_no_forked_check_with_helpers_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _forking(monkeypatch)
+    monkeypatch.setenv("CTXFOLD_WORKERS", "0")  # a folder's worker: its siblings have the cores
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"x" * (2 << 20))
+    check = filecheck.PrefixCheck(str(path), 2 << 20)
+    assert check.forked is None and check.is_alive() | (check.ident is not None)
+    assert check.result().hexdigest() == f"{zlib.crc32(b'x' * (2 << 20)):08x}"
 
 
 def _cli(args: list[str], cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any, Any]:

@@ -1,5 +1,5 @@
 """Whether a session file is still the one the count cache read: its first bytes checked
-(``PrefixCheck``: CRC-32, in a thread beside the work), or, for a file not written to since its
+(``PrefixCheck``: CRC-32, beside the work), or, for a file not written to since its
 result was kept, its metadata alone (``unchanged``); and where its complete lines end.
 """
 
@@ -115,20 +115,30 @@ def _then(a: list[int], b: list[int]) -> list[int]:
 
 
 class PrefixCheck(threading.Thread):
-    """The :class:`PrefixHash` of a file's first ``offset`` bytes, read in a thread of its own
-    (with its own handle; zlib releases the GIL); ``result()`` waits for it. A prefix of up to
-    ``INLINE`` bytes is hashed at once: starting a thread costs more (a folder of small logs)."""
+    """The :class:`PrefixHash` of a file's first ``offset`` bytes, read beside the work with a
+    handle of its own; ``result()`` waits for it. A prefix of up to ``INLINE`` bytes is hashed at
+    once: starting a thread costs more (a folder of small logs). One of ``FORK`` bytes or more is
+    hashed in a forked process, where there is a second core and helpers are not turned off
+    (``CTXFOLD_WORKERS=0``, as in a folder's workers): a thread wants the GIL back after every
+    read and checksum, which slows the main thread's unpickling and parsing (a whole `estimate`
+    after a 200 MB Claude Code log grew by 2 % took 0.90-0.93 of a thread's time, medians of 12
+    pairs; docs/benchmarks.md, round 25). Else a thread (zlib releases the GIL)."""
 
     INLINE = 1 << 20
+    FORK = 32 << 20
 
     def __init__(self, path: str, offset: int) -> None:
         super().__init__(daemon=True)
         self.path, self.offset = path, offset
         self.hasher = PrefixHash()
         self.inline = offset <= self.INLINE
+        self.forked: tuple[int, int] | None = None  # the process's id and the pipe it answers on
         if self.inline:
             self._check()
-        else:
+            return
+        if offset >= self.FORK and _may_fork():
+            self.forked = self._fork()
+        if self.forked is None:
             _switch_quickly(True)
             try:
                 self.start()
@@ -142,13 +152,51 @@ class PrefixCheck(threading.Thread):
         finally:
             _switch_quickly(False)
 
+    def _fork(self) -> tuple[int, int] | None:
+        """A child that hashes the prefix and sends its CRC-32 back (None: it could not fork).
+        It leaves by ``os._exit``: nothing of this process's runs twice."""
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            return None
+        if pid == 0:
+            try:
+                os.close(r)
+                self._check()
+                os.write(w, self.hasher.value.to_bytes(4, "little"))
+            finally:
+                os._exit(0)
+        os.close(w)
+        return pid, r
+
+    def _forked_result(self, pid: int, r: int) -> None:
+        """The child's CRC-32; hashed here instead if it sent none (killed, out of memory)."""
+        data = b""
+        with contextlib.suppress(OSError):
+            while len(data) < 4:
+                chunk = os.read(r, 4 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        os.close(r)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        if len(data) == 4:
+            self.hasher.value = int.from_bytes(data, "little")
+        else:
+            self.hasher = PrefixHash()
+            self._check()
+
     def _check(self) -> None:
         # large reads into one buffer: the thread takes the GIL back after each read and each
         # checksum, and waits up to the switch interval for it while the main thread unpickles.
         # Not larger than an eighth of the prefix, though: each page of a new buffer is a page
         # fault, and at 8 MB they cost a 20 MB session's statusline 10-15 ms.
         left = self.offset
-        buf = bytearray(min(CHUNK, left, max(self.INLINE, left // 8)))
+        buf = bytearray(min(CHUNK, left, max(self.INLINE, left // 8, 1 << 16)))
         view = memoryview(buf)
         with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
             while left > 0:
@@ -162,7 +210,10 @@ class PrefixCheck(threading.Thread):
             self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
 
     def result(self) -> PrefixHash:
-        if not self.inline:
+        if self.forked is not None:
+            forked, self.forked = self.forked, None
+            self._forked_result(*forked)
+        elif not self.inline:
             self.join()
         return self.hasher
 
@@ -174,6 +225,13 @@ SWITCH_INTERVAL = 0.0005
 _switching = threading.Lock()
 _checks = 0  # checks running; the first sets the interval, the last puts the saved one back
 _saved_interval = 0.0
+
+
+def _may_fork() -> bool:
+    from ctxfold.tokens import parallel
+
+    off = os.environ.get(parallel.WORKERS_ENV, "").strip() == "0"  # (a bad value is the count's to report)
+    return hasattr(os, "fork") and not off and parallel.cpus() >= 2
 
 
 def _switch_quickly(on: bool) -> None:
