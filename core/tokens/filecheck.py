@@ -165,7 +165,7 @@ class PrefixCheck(threading.Thread):
         if pid == 0:
             try:
                 os.close(r)
-                self._check()
+                self._check_mapped()
                 os.write(w, self.hasher.value.to_bytes(4, "little"))
             finally:
                 os._exit(0)
@@ -208,6 +208,23 @@ class PrefixCheck(threading.Thread):
         view.release()
         if left:
             self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
+
+    def _check_mapped(self) -> None:
+        """``_check`` through a memory map, without copying the bytes (an unchanged 200 MB
+        Claude Code log's whole `estimate`: 0.90 of the time; round 25). Only in the forked
+        child: a file cut short while mapped ends the process that reads it (SIGBUS), and
+        the parent then hashes it itself."""
+        import mmap
+
+        left = self.offset
+        with contextlib.suppress(OSError), open(self.path, "rb", buffering=0) as f:
+            n = min(left, os.fstat(f.fileno()).st_size)
+            if n > 0:
+                with mmap.mmap(f.fileno(), n, access=mmap.ACCESS_READ) as m, memoryview(m) as view:
+                    self.hasher.update(view)
+                left -= n
+        if left:
+            self.hasher.update(b"\0cut short")
 
     def result(self) -> PrefixHash:
         if self.forked is not None:
