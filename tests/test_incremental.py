@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
 from ctxfold.config import Config
-from ctxfold.tokens import countstore, filecheck
+from ctxfold.tokens import countstore, filecheck, parallel
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import Spec, estimate_file, estimate_to_dict
 from ctxfold.tokens.incremental import cache_key, estimate_incremental
@@ -155,7 +155,7 @@ def test_a_rewritten_prefix_is_counted_afresh(
 ) -> None:
     from ctxfold.tokens.filecheck import PrefixCheck
 
-    if how == "process" and not filecheck._may_fork():
+    if how == "process" and not parallel.may_fork():
         pytest.skip("no fork, or one core: prefixes are checked in a thread")
     monkeypatch.setattr(PrefixCheck, "INLINE", 1 << 40 if how == "inline" else 0)
     monkeypatch.setattr(PrefixCheck, "FORK", 0 if how == "process" else 1 << 40)
@@ -478,7 +478,7 @@ def test_checks_of_a_prefix_in_threads_switch_quickly_then_put_the_interval_back
 
 
 def _forking(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not filecheck._may_fork():
+    if not parallel.may_fork():
         pytest.skip("no fork, or one core: prefixes are checked in a thread")
     monkeypatch.setattr(filecheck.PrefixCheck, "INLINE", 0)
     monkeypatch.setattr(filecheck.PrefixCheck, "FORK", 0)

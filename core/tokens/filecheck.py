@@ -132,11 +132,11 @@ class PrefixCheck(threading.Thread):
         self.path, self.offset = path, offset
         self.hasher = PrefixHash()
         self.inline = offset <= self.INLINE
-        self.forked: tuple[int, int] | None = None  # the process's id and the pipe it answers on
+        self.forked: tuple[int, BinaryIO] | None = None  # the process's id and the pipe it answers on
         if self.inline:
             self._check()
             return
-        if offset >= self.FORK and _may_fork():
+        if offset >= self.FORK:
             self.forked = self._fork()
         if self.forked is None:
             _switch_quickly(True)
@@ -152,36 +152,23 @@ class PrefixCheck(threading.Thread):
         finally:
             _switch_quickly(False)
 
-    def _fork(self) -> tuple[int, int] | None:
-        """A child that hashes the prefix and sends its CRC-32 back (None: it could not fork).
-        It leaves by ``os._exit``: nothing of this process's runs twice."""
-        r, w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(r)
-            os.close(w)
-            return None
-        if pid == 0:
-            try:
-                os.close(r)
-                self._check_mapped()
-                os.write(w, self.hasher.value.to_bytes(4, "little"))
-            finally:
-                os._exit(0)
-        os.close(w)
-        return pid, r
+    def _fork(self) -> tuple[int, BinaryIO] | None:
+        """A child that hashes the prefix and sends its CRC-32 back (None: no helper process may
+        be forked, or it could not be)."""
+        from ctxfold.tokens.parallel import fork_child, may_fork  # (here: not in a statusline's start)
 
-    def _forked_result(self, pid: int, r: int) -> None:
+        if not may_fork():
+            return None
+        try:
+            return fork_child(lambda: self._check_mapped().value.to_bytes(4, "little"))
+        except OSError:
+            return None
+
+    def _forked_result(self, pid: int, conn: BinaryIO) -> None:
         """The child's CRC-32; hashed here instead if it sent none (killed, out of memory)."""
         data = b""
-        with contextlib.suppress(OSError):
-            while len(data) < 4:
-                chunk = os.read(r, 4 - len(data))
-                if not chunk:
-                    break
-                data += chunk
-        os.close(r)
+        with conn, contextlib.suppress(OSError):
+            data = conn.read()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         if len(data) == 4:
@@ -209,7 +196,7 @@ class PrefixCheck(threading.Thread):
         if left:
             self.hasher.update(b"\0cut short")  # the file shrank meanwhile: no match
 
-    def _check_mapped(self) -> None:
+    def _check_mapped(self) -> PrefixHash:
         """``_check`` through a memory map, without copying the bytes (an unchanged 200 MB
         Claude Code log's whole `estimate`: 0.90 of the time; round 25). Only in the forked
         child: a file cut short while mapped ends the process that reads it (SIGBUS), and
@@ -225,6 +212,7 @@ class PrefixCheck(threading.Thread):
                 left -= n
         if left:
             self.hasher.update(b"\0cut short")
+        return self.hasher
 
     def result(self) -> PrefixHash:
         if self.forked is not None:
@@ -242,13 +230,6 @@ SWITCH_INTERVAL = 0.0005
 _switching = threading.Lock()
 _checks = 0  # checks running; the first sets the interval, the last puts the saved one back
 _saved_interval = 0.0
-
-
-def _may_fork() -> bool:
-    from ctxfold.tokens import parallel
-
-    off = os.environ.get(parallel.WORKERS_ENV, "").strip() == "0"  # (a bad value is the count's to report)
-    return hasattr(os, "fork") and not off and parallel.cpus() >= 2
 
 
 def _switch_quickly(on: bool) -> None:

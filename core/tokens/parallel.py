@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:  # concurrent.futures (and logging) load only where a helper starts
     from concurrent.futures import Executor
@@ -56,6 +56,37 @@ def configured() -> int | None:
 
         raise UsageError(f"{WORKERS_ENV}={env!r}: give a number of workers (0: none)")
     return int(env)
+
+
+def may_fork() -> bool:
+    """Whether a helper process may be forked: a system that forks, a second core, and helpers
+    not turned off (``CTXFOLD_WORKERS=0``, as in a folder's workers)."""
+    return hasattr(os, "fork") and configured() != 0 and cpus() >= 2
+
+
+def fork_child(work: Callable[[], bytes]) -> tuple[int, BinaryIO]:
+    """A child process that sends back what ``work`` returns, and the pipe it comes through.
+
+    ``os.fork`` itself, not multiprocessing's: its child closes stdin, which hangs for good when
+    another thread of this process is reading stdin (the Codex statusline provider's case), and
+    imports it (20 ms). The child leaves by ``os._exit``: nothing of this process's runs twice,
+    nor is what it buffered for its output written twice."""
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        raise
+    if pid == 0:  # the child
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb") as out:
+                out.write(work())
+        finally:
+            os._exit(0)
+    os.close(w)
+    return pid, os.fdopen(r, "rb")
 
 
 def workers_for(size_bytes: int) -> int:

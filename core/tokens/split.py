@@ -174,7 +174,7 @@ class _Split:
         getattr(tokenizer, "plan", lambda size: None)(cut)
         getattr(tokenizer, "native", lambda: None)()  # loaded once, shared with the child
         with g:  # the child's (its own position in the file), closed here once it is forked
-            pid, conn = _fork(lambda: _tail(g, opened.format, seam, cut, counter))
+            pid, conn = parallel.fork_child(lambda: _tail(g, opened.format, seam, cut, counter))
         raws.end = seam
         return cls(opened, raws, rules, cut, pid, conn)
 
@@ -213,30 +213,9 @@ class _Split:
 
 
 def _worth(size: int) -> bool:
-    """Whether a log of ``size`` bytes is read in two processes: large enough, on a system that
-    forks, with a second core, and helpers not turned off (``CTXFOLD_WORKERS=0``, as in a folder's
-    workers)."""
-    return size >= MIN_BYTES and hasattr(os, "fork") and parallel.configured() != 0 and parallel.cpus() >= 2
-
-
-def _fork(work: Callable[[], bytes]) -> tuple[int, BinaryIO]:
-    """A child process that sends back what ``work`` returns, and the pipe it comes through.
-
-    ``os.fork`` itself, not multiprocessing's: its child closes stdin, which hangs for good when
-    another thread of this process is reading stdin (the Codex statusline provider's case), and
-    imports it (20 ms). The child leaves by ``os._exit``: nothing of this process's runs twice,
-    nor is what it buffered for its output written twice."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            os.close(r)
-            with os.fdopen(w, "wb") as out:
-                out.write(work())
-        finally:
-            os._exit(0)
-    os.close(w)
-    return pid, os.fdopen(r, "rb")
+    """Whether a log of ``size`` bytes is read in two processes: large enough, where a helper
+    process may be forked (``parallel.may_fork``)."""
+    return size >= MIN_BYTES and parallel.may_fork()
 
 
 def _find_seam(f: BinaryIO, start: int, cut: int, is_seam: Callable[[Any], bool]) -> int | None:
