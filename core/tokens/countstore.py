@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import pickle
 import time
@@ -32,6 +31,8 @@ import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
+
+import orjson
 
 from ctxfold.atomic import write_unsynced
 from ctxfold.hashes import digest
@@ -107,19 +108,23 @@ class CountStore:
         self.folder = folder or cache_dir() / "counts"
 
     def path_for(self, key: dict[str, Any]) -> Path:
-        return self.folder / f"{digest(_canonical(key))}{SUFFIX}"
+        return self._path(_canonical(key))
+
+    def _path(self, canonical: bytes) -> Path:
+        return self.folder / f"{digest(canonical)}{SUFFIX}"
 
     def load(self, key: dict[str, Any], notes: list[str], size: int | None = None) -> Entry | None:
         """The entry for ``key``, or None (none, another version's, or not trusted: then a
         line in ``notes`` says so). With ``size`` (the file's now), an entry whose result was
         kept for that size is read as far as its header and then only that result: answering
         from it needs no state, most of an entry; :meth:`with_state` reads it when it does."""
-        path = self.path_for(key)
+        canonical = _canonical(key)
+        path = self._path(canonical)
         try:
             with open(path, "rb") as f:
                 head = f.readline()
                 line = f.readline() if head == MAGIC else b""
-                header = self._header(path, head, line, key, notes)
+                header = self._header(path, head, line, canonical, notes)
                 if header is None:
                     return None
                 meta = header.get("answer")
@@ -155,24 +160,24 @@ class CountStore:
         return f"the count cache entry {path} is damaged: ignored, the file is counted afresh"
 
     def _header(
-        self, path: Path, head: bytes, line: bytes, key: dict[str, Any], notes: list[str]
+        self, path: Path, head: bytes, line: bytes, canonical: bytes, notes: list[str]
     ) -> dict[str, Any] | None:
-        """The entry's header, if it is one of ours, this version's, for ``key``."""
+        """The entry's header, if it is one of ours, this version's, for the key ``canonical``."""
         if head != MAGIC:
             notes.append(
                 f"the count cache entry {path} is not one of ctxfold's: ignored, the file is counted afresh"
             )
             return None
         try:
-            header = json.loads(line)
-        except ValueError:
+            header = orjson.loads(line)
+        except orjson.JSONDecodeError:
             header = None
         if not isinstance(header, dict) or not line.endswith(b"\n"):
             notes.append(self._damaged(path))
             return None
         if header.get("version") != VERSION:
             return None  # another ctxfold's: replaced by this run's
-        if header.get("key") != json.loads(_canonical(key)):
+        if header.get("key") != orjson.loads(canonical):
             notes.append(f"the count cache entry {path} belongs to another file: ignored")
             return None
         return header
@@ -218,8 +223,8 @@ class CountStore:
             with open(self.path_for(key), "rb") as f:
                 if f.readline() != MAGIC:  # MAGIC is a line of its own
                     return None
-                header = json.loads(f.readline())
-        except (OSError, ValueError):
+                header = orjson.loads(f.readline())
+        except (OSError, orjson.JSONDecodeError):
             return None
         return header if isinstance(header, dict) and header.get("version") == VERSION else None
 
@@ -234,7 +239,8 @@ class CountStore:
         after the state; a folder that cannot be written only costs the cache."""
         if len(payload) + (len(answer[1]) if answer else 0) > MAX_BYTES // 4:
             return
-        head = {"version": VERSION, "key": json.loads(_canonical(key)), **header}
+        canonical = _canonical(key)
+        head = {"version": VERSION, "key": orjson.loads(canonical), **header}
         head["payload_crc32"] = zlib.crc32(payload)
         if answer is not None:
             head["answer"] = {
@@ -242,10 +248,10 @@ class CountStore:
                 "bytes": len(answer[1]),
                 "check": zlib.crc32(answer[1]),
             }
-        first = MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n"
+        first = MAGIC + orjson.dumps(head, option=_SORTED) + b"\n"
         try:
             chunks = (first, payload, answer[1] if answer is not None else b"")
-            write_unsynced(self.path_for(key), chunks, prefix=".tmp-", suffix=SUFFIX)
+            write_unsynced(self._path(canonical), chunks, prefix=".tmp-", suffix=SUFFIX)
         except OSError:
             return
         CountStore.written += len(payload) + (len(answer[1]) if answer else 0)
@@ -288,8 +294,12 @@ class CountStore:
             total -= size
 
 
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, default=str).encode()
+    """``value`` as JSON, the same bytes for the same value (what an entry is named for)."""
+    return orjson.dumps(value, default=str, option=_SORTED)
 
 
 class Chunks:
