@@ -27,15 +27,20 @@ if TYPE_CHECKING:  # a pool is only built for several files: a single one starts
 
 R = TypeVar("R")
 T = TypeVar("T")
-MIN_BYTES = 1_000_000  # files smaller than this in total are read in-process: a pool costs more
+# files with less than this to parse in all are read in-process: a pool costs more. A folder of
+# 2,000 logs whose every file the count cache answers: 1.09 s in-process against 1.14 s with two
+# workers (medians of 7, alternated), and 1.1 s of CPU against 1.7
+MIN_BYTES = 1_000_000
 CHUNK = 16  # files per task at most
 TASKS_PER_WORKER = 8  # at least, when there are files enough: the load stays even
 
 
-def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
+def jobs_for(flag: int | None, paths: Sequence[str], to_read: int | None = None) -> int:
     """Worker processes for ``paths``: ``--jobs``, else ``CTXFOLD_WORKERS``, else one per core;
     1 (this process) for a single file, stdin among them, a small total, under ``--debug`` (its
-    tracebacks are this process's) or where processes cannot be forked."""
+    tracebacks are this process's) or where processes cannot be forked. ``to_read``: the bytes
+    still to parse, when the count cache answers the rest (else all of them): a folder read
+    before is answered here, where a pool would only send each answer through a pipe."""
     wanted = flag if flag is not None else configured()
     n = cpus() if wanted is None else wanted
     if n <= 1 or len(paths) < 2 or "-" in paths or os.environ.get(DEBUG_VAR):
@@ -44,7 +49,8 @@ def jobs_for(flag: int | None, paths: Sequence[str]) -> int:
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    return min(n, len(paths)) if total_size(paths) >= MIN_BYTES else 1
+    size = total_size(paths) if to_read is None else to_read
+    return min(n, len(paths)) if size >= MIN_BYTES else 1
 
 
 def counting(*, cache: bool, **settings: Any) -> tuple[Callable[..., Any], Callable[[list[str]], int] | None]:
@@ -82,9 +88,10 @@ def read_files(
     from ctxfold.cli import render
 
     paths = expanded[0]
-    n = jobs_for(jobs, paths)
-    if preload and len(paths) > 1:
-        _load_engine(preload, pending(paths) if pending else total_size(paths), now=n > 1)
+    to_read = (pending(paths) if pending else total_size(paths)) if len(paths) > 1 else None
+    n = jobs_for(jobs, paths, to_read)
+    if preload and to_read is not None:
+        _load_engine(preload, to_read, now=n > 1)
     if n <= 1:
 
         def read(path: str) -> T:

@@ -171,6 +171,30 @@ def test_how_many_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert r.exit_code == 2 and "CTXFOLD_WORKERS='many'" in r.stderr
 
 
+def test_a_folder_read_before_is_answered_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the bytes still to parse pay for a pool: a folder whose files the count cache answers
+    is read in this process, with the output of the run that filled the cache."""
+    folder = _sessions(tmp_path / "sessions")
+    to_read: list[int | None] = []
+    pools: list[int] = []
+    real_jobs_for, real_pool = jobs.jobs_for, jobs._pool
+
+    def jobs_for(flag: int | None, paths: list[str], size: int | None = None) -> int:
+        to_read.append(size)
+        return real_jobs_for(flag, paths, size)
+
+    monkeypatch.setattr(jobs, "jobs_for", jobs_for)
+    monkeypatch.setattr(jobs, "_pool", lambda n: pools.append(n) or real_pool(n))
+    total = jobs.total_size([str(p) for p in folder.iterdir()])
+    monkeypatch.setattr(jobs, "MIN_BYTES", total)
+    args = ["report", str(folder), "--jobs", "2", "--no-profile"]
+    first = _run(args, tmp_path / "cache", monkeypatch)
+    assert to_read == [total] and pools == [2]  # nothing kept yet: all of it, in a pool
+    again = _run(args, tmp_path / "cache", monkeypatch)
+    assert to_read[1] is not None and to_read[1] < total // 10  # (the broken files, the empty one)
+    assert pools == [2] and again[1] == first[1] and again[0] == first[0] == 1
+
+
 def _large_sessions() -> list[Path]:
     found = real_files("codex")[:1] + real_files("claude-code")[:1]
     return found or [FIXTURES / "codex" / "lab-0169.jsonl"]
