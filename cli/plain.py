@@ -2,11 +2,12 @@
 
 Printed to a pipe or a file, Rich writes no styles, and what it prints for lines of one-cell
 characters and a borderless table of them is plain: words wrapped at the width, each column as
-wide as its widest cell (or its minimum), cells padded to it, two spaces between columns.
+wide as its widest cell (or its minimum), cells padded to it, two spaces between columns (a
+table's cells may hold characters two cells wide, CJK's: Rich's measure of one is all it takes).
 Loading Rich's console and tables for that is about 50 ms of a piped ``estimate`` (7 % of a
-re-run after a 200 MB session grew), so such output is built here. Anything that needs
-measuring (a wide or zero-width character, a control character, a word longer than the width)
-returns None, and Rich prints it. ``tests/test_render_plain.py`` checks both give the same text.
+re-run after a 200 MB session grew), so such output is built here. Anything else that needs
+measuring (a zero-width or joining character, a control character, a word longer than the
+width, a wide character in wrapped text) returns None, and Rich prints it. ``tests/test_render_plain.py`` checks both give the same text.
 """
 
 from __future__ import annotations
@@ -33,13 +34,38 @@ def width(fixed: object) -> int | None:
     return fixed if isinstance(fixed, int) and no_terminal(sys.stdout) else None
 
 
-def one_cell(text: str) -> bool:
-    """Whether every character of ``text`` is printable and one cell wide as Rich measures it."""
+def cells(text: str) -> int | None:
+    """The cells ``text`` takes as Rich measures it, when each of its characters is printable and
+    takes one or two cells on its own (a CJK ideograph takes two); else None (a combining mark,
+    an emoji with a variation selector, a control character: Rich measures those)."""
     if text.isascii():
-        return text.isprintable()
+        return len(text) if text.isprintable() else None
+    if not text.isprintable():
+        return None
     from rich.cells import cell_len  # Rich's measure alone: no console, no styles
 
-    return text.isprintable() and all(cell_len(c) == 1 for c in set(text) if not c.isascii())
+    wide = {c: cell_len(c) for c in set(text) if not c.isascii()}
+    if any(w not in (1, 2) for w in wide.values()):
+        return None
+    total = len(text) + sum(text.count(c) for c, w in wide.items() if w == 2)
+    return total if total == cell_len(text) else None  # (no characters that join)
+
+
+def one_cell(text: str) -> bool:
+    """Whether every character of ``text`` is printable and one cell wide as Rich measures it."""
+    return cells(text) == len(text)
+
+
+def crop(text: str, room: int) -> str:
+    """``text`` (whose ``cells`` are known) cut to ``room`` cells with an ellipsis, as Rich cuts
+    a cell that overflows: a wide character that would cross the edge is a space."""
+    if (cells(text) or 0) <= room:
+        return text
+    if text.isascii():
+        return text[: room - 1] + "…"
+    from rich.cells import set_cell_size
+
+    return set_cell_size(text, room - 1) + "…"
 
 
 def line(text: str, room: int) -> str | None:
@@ -73,22 +99,40 @@ def table(
     columns: Sequence[tuple[str, Sequence[str], str]], room: int, least: Sequence[int] = ()
 ) -> str | None:
     """A borderless table (header row, then the cells; each column ``(name, cells, justify)``,
-    "left" or else right) as Rich prints it piped, each column at least ``least[i]`` wide; None
-    when a cell must be measured or the table needs more than ``room`` columns."""
+    "left" or else right) as Rich prints it piped, each column at least ``least[i]`` cells wide;
+    None when a cell must be measured or the table needs more than ``room`` cells."""
     if not columns:
         return None
-    widths = []
-    for i, (name, cells, _) in enumerate(columns):
-        every = [name, *cells]
-        if not all(one_cell(x) for x in every):
-            return None  # wide, zero-width or control characters: Rich measures them
+    widths, sizes = [], []
+    for i, (name, column, _) in enumerate(columns):
+        every = [name, *column]
+        size = _measured(every)
+        if size is None:
+            return None  # zero-width, joining or control characters: Rich measures them
         if any(x[:1].isspace() or x[-1:].isspace() for x in every):
             return None  # Rich trims the spaces around a justified cell
-        widths.append(max(least[i] if i < len(least) else 0, *map(len, every)))
+        sizes.append(size)
+        widths.append(max(least[i] if i < len(least) else 0, *size))
     if sum(widths) + 2 * (len(columns) - 1) > room:
         return None  # something wraps or folds
-    pads = [str.ljust if justify == "left" else str.rjust for _, _, justify in columns]
-    rows = zip(*([name, *cells] for name, cells, _ in columns), strict=True)
-    return "".join(
-        "  ".join(pad(x, w) for pad, x, w in zip(pads, row, widths, strict=True)) + "\n" for row in rows
-    )
+    left = [justify == "left" for _, _, justify in columns]
+    texts = [[name, *column] for name, column, _ in columns]
+    lines = []
+    for j in range(len(texts[0])):
+        row = []
+        for text, size, w, on_left in zip(texts, sizes, widths, left, strict=True):
+            pad = " " * (w - size[j])
+            row.append(text[j] + pad if on_left else pad + text[j])
+        lines.append("  ".join(row) + "\n")
+    return "".join(lines)
+
+
+def _measured(texts: Sequence[str]) -> list[int] | None:
+    """The ``cells`` of each of ``texts``, or None when one must be measured by Rich."""
+    out = []
+    for text in texts:
+        n = cells(text)
+        if n is None:
+            return None
+        out.append(n)
+    return out

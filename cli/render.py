@@ -281,7 +281,7 @@ def _estimate_plain(
 ) -> str | None:
     """What ``_estimate_one`` prints with Rich, built without it (``plain.py``) when piped and
     every character is one cell wide; else None."""
-    if not isinstance(out, _LazyConsole) or out.made:  # Rich prints already, or a test's console
+    if not isinstance(out, _LazyConsole):  # a test's console: it takes what Rich prints
         return None
     width = plain.width(out._options.get("width"))
     if width is None:
@@ -298,15 +298,13 @@ def _estimate_plain(
         plain.table([("part", names, "left"), ("tokens", tokens, "right"), ("share", shares, "right")], width)
     )
     if r.largest:
-        if not all(plain.one_cell(lm.preview) for lm in r.largest):
+        if any(plain.cells(lm.preview) is None for lm in r.largest):
             return None  # Rich measures them
-        columns, _, cut = _largest_layout(r, width, len)
+        columns, _, cut = _largest_layout(r, width, lambda text: plain.cells(text) or 0)
         if not cut:
             return None  # left out, saying so
         # a column of that width: a preview's trailing spaces pad as the column does
-        previews = [
-            (p if len(p) <= cut else p[: cut - 1] + "…").rstrip() for p in (lm.preview for lm in r.largest)
-        ]
+        previews = [plain.crop(lm.preview, cut).rstrip() for lm in r.largest]
         got.append(plain.table([*columns, (LARGEST, previews, "left")], width, (*LARGEST_LEAST, cut)))
     if any(part is None for part in got):
         return None

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES
@@ -117,6 +118,50 @@ def test_a_piped_estimate_prints_what_rich_prints(width: int) -> None:
         if code == 0 and not made:
             built.append(path)
     assert len(built) >= len(BUNDLED) // 2, f"{len(built)} of {len(BUNDLED)} built without Rich"
+
+
+def test_piped_files_after_one_rich_printed_are_built_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder's estimate, piped: a file Rich must print (a combining accent in a preview) does
+    not send the files after it to Rich (four seconds a thousand files); a CJK preview is built
+    too, cut as Rich cuts it. The text is Rich's either way."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ctxfold.cli.app import app
+
+    source = (FIXTURES / "ctxfold" / "coding-session.jsonl").read_text().splitlines()
+    opening = {"a": "Cafe\u0301 menu: ", "b": "結帳總額在價格含有千位分隔符時計算錯誤，請修正。" * 3, "c": ""}
+    paths = []
+    for name, words in opening.items():
+        lines = [json.loads(line) for line in source]
+        first = next(d for d in lines if d.get("role") == "user")
+        first["parts"][0]["text"] = words + first["parts"][0]["text"] * 20  # among the largest
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
+        paths.append(f"{name}.jsonl")
+    monkeypatch.chdir(tmp_path)
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    outputs, built = [], []
+    real = render._estimate_plain
+
+    def recorded(*args: Any) -> str | None:
+        built.append(real(*args))
+        return built[-1]
+
+    for rich in (False, True):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(render, "out", render._LazyConsole(highlight=False, width=100))
+            if rich:
+                m.setattr(plain, "width", lambda fixed: None)
+            m.setattr(render, "_estimate_plain", recorded)
+            done = CliRunner().invoke(app, ["estimate", "--no-cache", "--no-profile", *paths])
+            outputs.append((done.exit_code, done.stdout))
+    assert outputs[0] == outputs[1] and outputs[0][0] == 0
+    assert [text is not None for text in built[:3]] == [False, True, True]
+    assert "結帳總額" in outputs[0][1] and "…" in outputs[0][1]
 
 
 def test_a_piped_estimate_loads_no_rich_console(tmp_path: Path) -> None:
