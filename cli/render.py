@@ -169,9 +169,42 @@ def files_progress(total: int, enabled: bool = True) -> Iterator[Callable[[], No
         yield advance
 
 
+def plain_width() -> int | None:
+    """The width piped output is built at without Rich (``plain.py``); None when Rich prints it
+    (a terminal, a width Rich finds itself, or a test's console, which takes what Rich prints)."""
+    if not isinstance(out, _LazyConsole):
+        return None
+    return plain.width(out._options.get("width"))
+
+
+def write_plain(text: str | None) -> bool:
+    """Write ``text`` (built by ``plain.py``) to stdout as it is, unless it is None or has
+    characters stdout's encoding may not take (Rich then writes it, replacing them)."""
+    if text is None:
+        return False
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    if not (text.isascii() or encoding == "utf8"):
+        return False
+    sys.stdout.write(text)
+    return True
+
+
+def heading(bold: str, rest: str = "") -> None:
+    """A line that opens a file's output (``bold`` in bold on a terminal), or a blank line."""
+    width = plain_width()
+    if width is not None and write_plain(plain.line(bold + rest, width) if bold or rest else "\n"):
+        return
+    from rich.text import Text
+
+    out.print(Text.assemble((bold, "bold"), rest))
+
+
 def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
     """``key  value`` lines; a value too long for the terminal goes on under itself, not under
     the key."""
+    width = plain_width()
+    if width is not None and write_plain(_facts_plain(facts, width, indent, key_width)):
+        return
     from rich.text import Text
 
     con = _real(out)
@@ -180,6 +213,22 @@ def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width:
         for i, line in enumerate(Text(value).wrap(con, room, overflow="fold")):
             line.rstrip()
             con.print(Text.assemble(head(key, i), line))
+
+
+def _facts_plain(facts: Sequence[tuple[str, str]], width: int, indent: int, key_width: int) -> str | None:
+    """What ``print_facts`` prints with Rich, built without it; None when a line needs Rich."""
+    room, head = _fact_layout(width, indent, key_width)
+    got = []
+    for key, value in facts:
+        lines = plain.wrap(value, room)
+        if lines is None:
+            return None
+        for i, text in enumerate(lines):
+            line = plain.line(head(key, i) + text, width)
+            if line is None:
+                return None
+            got.append(line)
+    return "".join(got)
 
 
 def _fact_layout(width: int, indent: int = 2, key_width: int = 12) -> tuple[int, Callable[[str, int], str]]:
@@ -214,9 +263,7 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
         if n
     ]
     parts.append(("framing", f"{r.replay.per_request:,}", ""))
-    text = _estimate_plain(r, facts, parts)
-    if text is not None:
-        sys.stdout.write(text)
+    if write_plain(_estimate_plain(r, facts, parts)):
         return
     from rich.cells import cell_len
     from rich.table import Table
@@ -280,19 +327,11 @@ def _estimate_plain(
     r: FileEstimate, facts: list[tuple[str, str]], parts: list[tuple[str, str, str]]
 ) -> str | None:
     """What ``_estimate_one`` prints with Rich, built without it (``plain.py``) when piped and
-    every character is one cell wide; else None."""
-    if not isinstance(out, _LazyConsole):  # a test's console: it takes what Rich prints
-        return None
-    width = plain.width(out._options.get("width"))
+    nothing needs Rich's measure; else None."""
+    width = plain_width()
     if width is None:
         return None
-    got = [plain.line(f"{r.path}  ({r.format})", width)]
-    room, head = _fact_layout(width)
-    for key, value in facts:
-        lines = plain.wrap(value, room)
-        if lines is None:
-            return None
-        got += [plain.line(head(key, i) + text, width) for i, text in enumerate(lines)]
+    got = [plain.line(f"{r.path}  ({r.format})", width), _facts_plain(facts, width, 2, 12)]
     names, tokens, shares = zip(*parts, strict=True)
     got.append(
         plain.table([("part", names, "left"), ("tokens", tokens, "right"), ("share", shares, "right")], width)
@@ -308,9 +347,7 @@ def _estimate_plain(
         got.append(plain.table([*columns, (LARGEST, previews, "left")], width, (*LARGEST_LEAST, cut)))
     if any(part is None for part in got):
         return None
-    text = "".join(part or "" for part in got) + "\n"
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
-    return text if text.isascii() or encoding == "utf8" else None  # else Rich writes it
+    return "".join(part or "" for part in got) + "\n"
 
 
 def _estimate_facts(r: FileEstimate, predicted: Prediction) -> list[tuple[str, str]]:

@@ -53,9 +53,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             warn(f"skipped {bad}")
         s = summary(rep)
         sums.append(s)
-        render.out.print(
-            Text.assemble((est.path, "bold"), f"  ({est.format}, {est.model.name or 'model ?'})")
-        )
+        render.heading(est.path, f"  ({est.format}, {est.model.name or 'model ?'})")
         facts = [
             ("window", f"{pol.window:,} ({pol.window_source or est.model.window_source})"),
             ("threshold", f"{pol.threshold:,} (buffer {pol.buffer:,}: {pol.buffer_rule})"),
@@ -112,7 +110,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             print_facts(explain_lines(rep), indent=4, key_width=15)
         if plot:
             render.out.print(Text(f"  plot written to {plot}"))
-        render.out.print()
+        render.heading("")
     if len(reports) > 1:
         report_totals(reports, sums)
 
@@ -378,18 +376,18 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
     """The first of ``levels`` (columns, a line on what was left out or shortened) that fits the
     terminal, as a borderless table. No cell is cropped: when not even the last fits, it is
     printed at its own width and the terminal wraps it."""
-    width = render.out.width
+    width = render.plain_width() or render.out.width
     chosen, said = levels[-1]
     for cols, why in levels:
         if sum(c.need() for c in cols) + 2 * (len(cols) - 1) <= width:
             chosen, said = cols, why
             break
     need = sum(c.need() for c in chosen) + 2 * (len(chosen) - 1)
-    plain = _plain(chosen, width)
-    if plain is not None:
-        render.out.out(plain, highlight=False, end="")
-    else:
+    built = _plain(chosen, width)
+    if built is None:
         _print_table(chosen, need, width)
+    elif render.plain_width() is None or not render.write_plain(built):
+        render.out.out(built, highlight=False, end="")  # (a test's console, say)
     if said:
         print_facts([("", said)], key_width=0)
 

@@ -81,11 +81,17 @@ BUNDLED = sorted(p for p in FIXTURES.rglob("*.json*") if p.is_file())
 
 
 def _estimate(
-    path: Path, monkeypatch: pytest.MonkeyPatch, *, rich: bool, width: int = 160
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    rich: bool,
+    width: int = 160,
+    command: tuple[str, ...] = ("estimate",),
 ) -> tuple[int, str]:
-    """``estimate PATH`` piped, through the plain path (as a pipe gets it) or with Rich. PATH is
-    given relative to the fixtures, so what is printed does not depend on where the clone is (a
-    long absolute path on the first line does not fit a narrow width, and goes to Rich)."""
+    """``estimate PATH`` (or another ``command``) piped, through the plain path (as a pipe gets
+    it) or with Rich. PATH is given relative to the fixtures, so what is printed does not depend
+    on where the clone is (a long absolute path on the first line does not fit a narrow width,
+    and goes to Rich)."""
     from typer.testing import CliRunner
 
     from ctxfold.cli.app import app
@@ -96,9 +102,7 @@ def _estimate(
         monkeypatch.delenv(name, raising=False)
     if rich:
         monkeypatch.setattr(plain, "width", lambda fixed: None)
-    done = CliRunner().invoke(
-        app, ["estimate", "--no-cache", "--no-profile", str(path.relative_to(FIXTURES))]
-    )
+    done = CliRunner().invoke(app, [*command, "--no-cache", "--no-profile", str(path.relative_to(FIXTURES))])
     return done.exit_code, done.stdout
 
 
@@ -118,6 +122,33 @@ def test_a_piped_estimate_prints_what_rich_prints(width: int) -> None:
         if code == 0 and not made:
             built.append(path)
     assert len(built) >= len(BUNDLED) // 2, f"{len(built)} of {len(BUNDLED)} built without Rich"
+
+
+@pytest.mark.parametrize("width", [60, 120])
+@pytest.mark.parametrize("command", [("report",), ("report", "--explain", "--simulate-compaction")])
+def test_a_piped_report_prints_what_rich_prints(width: int, command: tuple[str, ...]) -> None:
+    """``report`` piped: its facts, headings and tables built without Rich are what Rich prints,
+    for every bundled session; most print that way."""
+    built = 0
+    for path in BUNDLED:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(render, "write_plain", _counting(render.write_plain))
+            fast = _estimate(path, m, rich=False, width=width, command=command)
+            built += render.write_plain.written  # type: ignore[attr-defined]
+        with pytest.MonkeyPatch.context() as m:
+            slow = _estimate(path, m, rich=True, width=width, command=command)
+        assert fast == slow, path
+    assert built >= len(BUNDLED) * 3  # (heading, facts, rows, blank line: per session)
+
+
+def _counting(write: Any) -> Any:
+    def counted(text: str | None) -> bool:
+        done = write(text)
+        counted.written += int(done)  # type: ignore[attr-defined]
+        return bool(done)
+
+    counted.written = 0  # type: ignore[attr-defined]
+    return counted
 
 
 def test_piped_files_after_one_rich_printed_are_built_too(
