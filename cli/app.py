@@ -7,7 +7,7 @@ every parameter's annotation string as it builds the commands (20 ms of a 140 ms
 
 import copy
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.main import get_command_name
@@ -253,7 +253,11 @@ def report(
             rule=rule,
         )
         summary(rep)  # every output shows it: worked out now, while the workers read on
+        if json_out:
+            docs.append(_report_doc(rep, explain))  # (so is a file's document)
         return rep
+
+    docs: list[dict[str, Any]] = []
 
     preload = setting("tokenizer", counted_with, config).value or "o200k"
     with attributed(settings):
@@ -270,16 +274,9 @@ def report(
 
         draw(reports[0], plot)
     if json_out:
-        from ctxfold.engine.report_doc import explain as explain_lines
-        from ctxfold.engine.report_doc import to_dict, totals
-        from ctxfold.engine.usage import session_usage, table_doc
+        from ctxfold.engine.report_doc import totals
+        from ctxfold.engine.usage import table_doc
 
-        docs = [to_dict(r) for r in reports]
-        for doc, r in zip(docs, reports, strict=True):  # tokens by how they are billed, dates
-            doc["usage"] = session_usage(r.estimate, r.prices)
-        if explain:  # the arithmetic of each file's last decision, as the terminal shows it
-            for doc, r in zip(docs, reports, strict=True):
-                doc["explain"] = [{"label": k, "text": v} for k, v in explain_lines(r)]
         render.emit_json(
             {
                 "command": "report",
@@ -307,6 +304,20 @@ def report(
         raise SystemExit(EXIT_CONDITION)
     if fail_on == "overflow" and any(r.count("overflow") for r in reports):
         raise SystemExit(EXIT_CONDITION)
+
+
+def _report_doc(rep: "Report", explain: bool) -> dict[str, Any]:
+    """One file's ``report --json`` document: its replay, its tokens by how they are billed (and
+    dates), and with ``--explain`` the arithmetic of its last decision, as the terminal shows it."""
+    from ctxfold.engine.report_doc import explain as explain_lines
+    from ctxfold.engine.report_doc import to_dict
+    from ctxfold.engine.usage import session_usage
+
+    doc = to_dict(rep)
+    doc["usage"] = session_usage(rep.estimate, rep.prices)
+    if explain:
+        doc["explain"] = [{"label": k, "text": v} for k, v in explain_lines(rep)]
+    return doc
 
 
 profile_app = typer.Typer(
