@@ -101,6 +101,15 @@ def table(
     """A borderless table (header row, then the cells; each column ``(name, cells, justify)``,
     "left" or else right) as Rich prints it piped, each column at least ``least[i]`` cells wide;
     None when a cell must be measured or the table needs more than ``room`` cells."""
+    rows = table_rows(columns, room, least)
+    return None if rows is None else "".join("  ".join(row) + "\n" for row in rows)
+
+
+def table_rows(
+    columns: Sequence[tuple[str, Sequence[str], str]], room: int, least: Sequence[int] = ()
+) -> list[list[str]] | None:
+    """``table``'s rows, header first, each cell padded to its column's width (two spaces go
+    between them); None as for ``table``."""
     if not columns:
         return None
     widths, sizes = [], []
@@ -117,14 +126,14 @@ def table(
         return None  # something wraps or folds
     left = [justify == "left" for _, _, justify in columns]
     texts = [[name, *column] for name, column, _ in columns]
-    lines = []
+    rows = []
     for j in range(len(texts[0])):
         row = []
         for text, size, w, on_left in zip(texts, sizes, widths, left, strict=True):
             pad = " " * (w - size[j])
             row.append(text[j] + pad if on_left else pad + text[j])
-        lines.append("  ".join(row) + "\n")
-    return "".join(lines)
+        rows.append(row)
+    return rows
 
 
 def _measured(texts: Sequence[str]) -> list[int] | None:

@@ -1,5 +1,5 @@
-"""Piped tables are built without Rich's per-cell layout (``render_report._plain``) when nothing
-in them needs measuring; what they print must be exactly what Rich prints for the same table."""
+"""Piped output and tables are built without Rich's per-cell layout (``plain.py``) when nothing
+in them needs measuring; what they print must be exactly what Rich prints for the same text."""
 
 from __future__ import annotations
 
@@ -26,15 +26,20 @@ WORDS = st.text(alphabet="abcXYZ019,.%$#-_/ —é", min_size=0, max_size=14) | s
 )
 
 
-def _both(cols: list[Col], width: int) -> tuple[str | None, str]:
-    """(what the fast path builds, or None when it declines; what Rich prints), piped."""
-    console = Console(file=io.StringIO(), width=width, highlight=False)
+def _both(cols: list[Col], width: int, terminal: bool = False) -> tuple[str | None, str]:
+    """(what the fast path prints, or None when it declines; what Rich's table prints), piped or
+    on a terminal that takes styles."""
+    styles: dict[str, Any] = {"force_terminal": True, "color_system": "truecolor"} if terminal else {}
+    fast, rich = (Console(file=io.StringIO(), width=width, highlight=False, **styles) for _ in range(2))
+    rows = plain.table_rows([(c.name, c.cells, c.justify) for c in cols], width)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(render, "out", console)
-        plain = render_report._plain(cols, width)
+        m.setattr(render, "out", fast)
+        if rows is not None:
+            render_report._print_rows(rows)
+        m.setattr(render, "out", rich)
         need = sum(c.need() for c in cols) + 2 * (len(cols) - 1)
         render_report._print_table(cols, need, width)
-    return plain, console.file.getvalue()  # type: ignore[attr-defined]
+    return (fast.file.getvalue() if rows is not None else None), rich.file.getvalue()  # type: ignore[attr-defined]
 
 
 @settings(max_examples=300, deadline=None)
@@ -43,8 +48,11 @@ def _both(cols: list[Col], width: int) -> tuple[str | None, str]:
     ncols=st.integers(1, 6),
     nrows=st.integers(0, 6),
     width=st.integers(20, 120),
+    terminal=st.booleans(),
 )
-def test_plain_table_is_what_rich_prints(data: st.DataObject, ncols: int, nrows: int, width: int) -> None:
+def test_plain_table_is_what_rich_prints(
+    data: st.DataObject, ncols: int, nrows: int, width: int, terminal: bool
+) -> None:
     cols = []
     for _ in range(ncols):
         name = data.draw(st.from_regex(r"[a-f](?:[a-f #]{0,8}[a-f])?", fullmatch=True))  # as the headers are
@@ -53,13 +61,15 @@ def test_plain_table_is_what_rich_prints(data: st.DataObject, ncols: int, nrows:
         wrap = data.draw(st.booleans())
         fold = data.draw(st.sampled_from([0, 12])) if wrap else 0
         cols.append(Col(name, cells, justify=justify, wrap=wrap, fold=fold))
-    plain, rich = _both(cols, width)
-    if plain is not None:
-        assert plain == rich
+    fast, rich = _both(cols, width, terminal)
+    if fast is not None:
+        assert fast == rich
 
 
-def test_a_folder_sized_table_takes_the_fast_path() -> None:
-    """The brief table of a folder (ASCII names, numbers, dashes) fits and is built directly."""
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_folder_sized_table_takes_the_fast_path(terminal: bool) -> None:
+    """The brief table of a folder (ASCII names, numbers, dashes) fits and is built directly,
+    its header bold on a terminal as Rich makes it."""
     n = 500
     cols = [
         Col("file", [f"{i:05d}-session.jsonl" for i in range(n)], justify="left", wrap=True, fold=12),
@@ -67,14 +77,9 @@ def test_a_folder_sized_table_takes_the_fast_path() -> None:
         Col("p90 error", ["—" if i % 3 else f"{i / 7:.2f}%" for i in range(n)]),
         Col("cost", ["—" if i % 2 else f"${i / 3:.2f}" for i in range(n)]),
     ]
-    plain, rich = _both(cols, 160)
-    assert plain is not None and plain == rich
-
-
-def test_a_terminal_with_styles_is_left_to_rich(monkeypatch: pytest.MonkeyPatch) -> None:
-    console = Console(file=io.StringIO(), width=100, force_terminal=True, color_system="standard")
-    monkeypatch.setattr(render, "out", console)
-    assert render_report._plain([Col("a", ["1"])], 100) is None
+    fast, rich = _both(cols, 160, terminal)
+    assert fast is not None and fast == rich
+    assert ("\x1b[1m" in fast) == terminal
 
 
 BUNDLED = sorted(p for p in FIXTURES.rglob("*.json*") if p.is_file())
