@@ -128,7 +128,9 @@ def estimate(
         render.emit_json(doc)
     else:
         if results:
-            render.estimate(results)
+            from ctxfold.cli import render_estimate
+
+            render_estimate.estimate(results)
         render.failed(failed, len(results))
     if failed:
         raise SystemExit(EXIT_FAILURE)

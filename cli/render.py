@@ -19,12 +19,10 @@ import orjson
 from ctxfold.cli import plain
 
 if TYPE_CHECKING:
-    from rich.console import Console, JustifyMethod
+    from rich.console import Console
 
-    from ctxfold.engine.calibration import Prediction
     from ctxfold.engine.profile import Profiles
     from ctxfold.formats.loader import Opened
-    from ctxfold.tokens.estimate import FileEstimate
 
 PROGRESS_MIN_BYTES = 5_000_000
 
@@ -192,12 +190,48 @@ def write_plain(text: str | None) -> bool:
 
 def heading(bold: str, rest: str = "") -> None:
     """A line that opens a file's output (``bold`` in bold on a terminal), or a blank line."""
+    if not (bold or rest) and write_plain("\n"):
+        return
     width = plain_width()
-    if width is not None and write_plain(plain.line(bold + rest, width) if bold or rest else "\n"):
+    if width is not None and write_plain(plain.line(bold + rest, width)):
         return
     from rich.text import Text
 
-    out.print(Text.assemble((bold, "bold"), rest))
+    fits = plain.line(bold + rest, out.width) is not None  # (then there is no wrapping to work out)
+    out.print(Text.assemble((bold, "bold"), rest), soft_wrap=fits)
+
+
+def print_rows(rows: list[list[str]], styles: Sequence[str | None] = ()) -> None:
+    """A borderless table laid out by ``plain.table_rows``, printed as Rich prints it: where
+    styles are written, its header bold and the cells of a column with a style (``styles[i]``)
+    in it, each cell and the padding on its sides styled as Rich styles them, one by one; every
+    other line as it is. Rich measures and pads each of a folder's thousands of cells as a
+    renderable of its own (about a second for 2,000 lines); this takes milliseconds."""
+    styled = out.color_system is not None
+    body = rows[1:] if styled else rows
+    if styled:
+        from rich.text import Text
+
+        spans = _styled(rows[0], ["bold"] * len(rows[0]))
+        for row in body if any(styles) else ():
+            spans += [("\n", ""), *_styled(row, styles)]
+        out.print(Text.assemble(*spans), soft_wrap=True)  # (it fits: no wrapping to work out)
+        if any(styles):
+            return
+    text = "".join("  ".join(row) + "\n" for row in body)
+    if not write_plain(text):
+        out.out(text, highlight=False, end="")
+
+
+def _styled(row: list[str], styles: Sequence[str | None]) -> list[tuple[str, str]]:
+    """A row's cells and the padding between them as Rich styles them: each cell's own style on
+    it and on the space at each of its sides."""
+    spans: list[tuple[str, str]] = []
+    last = len(row) - 1
+    for i, cell in enumerate(row):
+        style = (styles[i] if i < len(styles) else None) or ""
+        spans += [*([(" ", style)] if i else []), (cell, style), *([(" ", style)] if i < last else [])]
+    return spans
 
 
 def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width: int = 12) -> None:
@@ -205,7 +239,7 @@ def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width:
     the key. They have no styles: on a terminal too, Rich writes them as ``plain`` builds them
     (a report of 2,000 files printed its facts there in a second, not five)."""
     width = plain_width() or (out.width if isinstance(out, _LazyConsole) else None)
-    if width is not None and write_plain(_facts_plain(facts, width, indent, key_width)):
+    if width is not None and write_plain(facts_plain(facts, width, indent, key_width)):
         return
     from rich.text import Text
 
@@ -217,7 +251,9 @@ def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width:
             con.print(Text.assemble(head(key, i), line))
 
 
-def _facts_plain(facts: Sequence[tuple[str, str]], width: int, indent: int, key_width: int) -> str | None:
+def facts_plain(
+    facts: Sequence[tuple[str, str]], width: int, indent: int = 2, key_width: int = 12
+) -> str | None:
     """What ``print_facts`` prints with Rich, built without it; None when a line needs Rich."""
     room, head = _fact_layout(width, indent, key_width)
     got = []
@@ -246,152 +282,6 @@ def _fact_layout(width: int, indent: int = 2, key_width: int = 12) -> tuple[int,
 
 def num(x: int | None) -> str:
     return "—" if x is None else f"{x:,}"
-
-
-def estimate(results: Sequence[tuple[FileEstimate, Prediction]]) -> None:
-    for r, predicted in results:
-        for w in r.warnings:
-            warn(f"{r.path}: {w}")
-        for s in r.skipped:
-            warn(f"skipped {s}")
-        _estimate_one(r, predicted)
-
-
-def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
-    facts = _estimate_facts(r, predicted)
-    parts = [
-        (cat.replace("_", " "), f"{n:,}", f"{n / max(1, r.context_tokens):.1%}")
-        for cat, n in r.replay.by_category.items()
-        if n
-    ]
-    parts.append(("framing", f"{r.replay.per_request:,}", ""))
-    if write_plain(_estimate_plain(r, facts, parts)):
-        return
-    from rich.cells import cell_len
-    from rich.table import Table
-    from rich.text import Text
-
-    out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
-    print_facts(facts)
-    table = Table(title=None, show_edge=False, pad_edge=False, box=None)
-    table.add_column("part", style="cyan")
-    table.add_column("tokens", justify="right")
-    table.add_column("share", justify="right")
-    for row in parts:
-        table.add_row(*row)
-    out.print(table)
-    if r.largest:
-        # The numbers whole at any width: the previews take what the other columns leave, cut
-        # with an ellipsis, or are left out (saying so) when that is too little to read.
-        columns, widths, cut = _largest_layout(r, out.width, cell_len)
-        big = Table(show_edge=False, pad_edge=False, box=None)
-        for (name, _, justify), w in zip(columns, widths, strict=True):
-            big.add_column(name, justify=justify, no_wrap=True, min_width=w)
-        rows = list(zip(*(cells for _, cells, _ in columns), strict=True))
-        if cut:
-            big.add_column(LARGEST, no_wrap=True, overflow="ellipsis", width=cut)
-            for row, lm in zip(rows, r.largest, strict=True):
-                big.add_row(*row, Text(lm.preview, no_wrap=True, overflow="ellipsis"))
-        else:
-            for row in rows:
-                big.add_row(*row)
-        out.print(big, crop=False)
-        if not cut:
-            print_facts([("", "message previews left out at this width; --json has them")], key_width=0)
-    out.print()
-
-
-LARGEST = "largest messages"
-LARGEST_LEAST = (4, 9, 7)  # the least widths of its columns "#", "role" and "tokens"
-
-
-def _largest_layout(
-    r: FileEstimate, width: int, measure: Callable[[str], int]
-) -> tuple[list[tuple[str, list[str], JustifyMethod]], list[int], int]:
-    """The largest messages' columns "#", "role" and "tokens" and their widths, and the width of
-    the previews' column at ``width``: as wide as the widest preview (or its header), cut to what
-    the others leave; 0 when that is less than its header (the previews are left out)."""
-    columns: list[tuple[str, list[str], JustifyMethod]] = [
-        ("#", [str(lm.position) for lm in r.largest], "right"),
-        ("role", [lm.role for lm in r.largest], "left"),
-        ("tokens", [f"{lm.tokens:,}" for lm in r.largest], "right"),
-    ]
-    widths = [
-        max(least, *map(measure, cells)) for least, (_, cells, _) in zip(LARGEST_LEAST, columns, strict=True)
-    ]
-    room = width - sum(widths) - 2 * len(widths)
-    if room < len(LARGEST):
-        return columns, widths, 0
-    return columns, widths, min(room, max(len(LARGEST), *(measure(lm.preview) for lm in r.largest)))
-
-
-def _estimate_plain(
-    r: FileEstimate, facts: list[tuple[str, str]], parts: list[tuple[str, str, str]]
-) -> str | None:
-    """What ``_estimate_one`` prints with Rich, built without it (``plain.py``) when piped and
-    nothing needs Rich's measure; else None."""
-    width = plain_width()
-    if width is None:
-        return None
-    got = [plain.line(f"{r.path}  ({r.format})", width), _facts_plain(facts, width, 2, 12)]
-    names, tokens, shares = zip(*parts, strict=True)
-    got.append(
-        plain.table([("part", names, "left"), ("tokens", tokens, "right"), ("share", shares, "right")], width)
-    )
-    if r.largest:
-        if any(plain.cells(lm.preview) is None for lm in r.largest):
-            return None  # Rich measures them
-        columns, _, cut = _largest_layout(r, width, lambda text: plain.cells(text) or 0)
-        if not cut:
-            return None  # left out, saying so
-        # a column of that width: a preview's trailing spaces pad as the column does
-        previews = [plain.crop(lm.preview, cut).rstrip() for lm in r.largest]
-        got.append(plain.table([*columns, (LARGEST, previews, "left")], width, (*LARGEST_LEAST, cut)))
-    if any(part is None for part in got):
-        return None
-    return "".join(part or "" for part in got) + "\n"
-
-
-def _estimate_facts(r: FileEstimate, predicted: Prediction) -> list[tuple[str, str]]:
-    m = r.model
-    facts = [
-        ("model", f"{m.name or '?'} ({m.provider}, tokenizer {m.tokenizer})"),
-        ("window", f"{m.window:,} tokens ({m.window_source})"),
-        (
-            "requests",
-            f"{len(r.requests):,} ({sum(q.real is not None for q in r.requests):,} with real counts)",
-        ),
-    ]
-    if r.replay.side_requests:
-        facts.append(
-            ("side chains", f"{r.replay.side_requests:,} sub-agent requests (not in the main context)")
-        )
-    hp = r.harness_prompt
-    if hp is not None:
-        facts.append(
-            (
-                "unlogged",
-                f"{hp.tokens:,} tokens of system prompt and tools {hp.describe()} sends that the log "
-                f"leaves out (measured {hp.measured}; {hp.basis.split(': ', 1)[-1]}): in the prediction",
-            )
-        )
-    if r.replay.compactions:
-        facts.append(("compactions", f"{len(r.replay.compactions)} recorded in the log"))
-    facts.append(
-        ("context now", f"{r.context_tokens:,} tokens estimated, {r.used_fraction:.1%} of the window")
-    )
-    last = r.last_real
-    if last is not None and last.real is not None:
-        ratio = f"{last.real / last.estimate:.2f}×" if last.estimate else "—"
-        facts.append(
-            (
-                "last real",
-                f"request #{last.index}: real {last.real:,} vs estimate {last.estimate:,} (ratio {ratio})",
-            )
-        )
-    share = f", {predicted.tokens / m.window:.1%} of the window" if m.window else ""
-    facts.append(("predicted", f"{predicted.tokens:,} real tokens{share}: {predicted.basis}"))
-    return facts
 
 
 def profile(profiles: Profiles) -> None:

@@ -387,26 +387,9 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
     if rows is None:
         _print_table(chosen, need, width)
     else:
-        _print_rows(rows)
+        render.print_rows(rows)
     if said:
         print_facts([("", said)], key_width=0)
-
-
-def _print_rows(rows: list[list[str]]) -> None:
-    """A table laid out by ``plain.table_rows``, printed as Rich prints it: its header bold where
-    styles are written (Rich styles each cell and each padding space between them), every other
-    line as it is. Rich measures and pads each of a folder's thousands of cells as a renderable
-    of its own (about a second for 2,000 lines); this takes a few milliseconds."""
-    body = "".join("  ".join(row) + "\n" for row in rows[1:])
-    if render.out.color_system is None:  # piped: no styles
-        body = "  ".join(rows[0]) + "\n" + body
-    else:
-        head: list[tuple[str, str]] = []
-        for i, cell in enumerate(rows[0]):
-            head += [(" ", "bold"), (" ", "bold"), (cell, "bold")] if i else [(cell, "bold")]
-        render.out.print(Text.assemble(*head), crop=False)
-    if not render.write_plain(body):
-        render.out.out(body, highlight=False, end="")
 
 
 def _print_table(chosen: Sequence[Col], need: int, width: int) -> None:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from ctxfold.cli import plain, render, render_report
+from ctxfold.cli import plain, render, render_estimate, render_report
 from ctxfold.cli.render_report import Col
 
 # words with the characters the tables hold (digits, commas, %, $, the dash of a missing
@@ -35,7 +35,7 @@ def _both(cols: list[Col], width: int, terminal: bool = False) -> tuple[str | No
     with pytest.MonkeyPatch.context() as m:
         m.setattr(render, "out", fast)
         if rows is not None:
-            render_report._print_rows(rows)
+            render.print_rows(rows)
         m.setattr(render, "out", rich)
         need = sum(c.need() for c in cols) + 2 * (len(cols) - 1)
         render_report._print_table(cols, need, width)
@@ -82,6 +82,13 @@ def test_a_folder_sized_table_takes_the_fast_path(terminal: bool) -> None:
     assert ("\x1b[1m" in fast) == terminal
 
 
+def _rich_only(m: pytest.MonkeyPatch) -> None:
+    """Everything printed through Rich's own layout: the reference the fast paths must equal."""
+    m.setattr(plain, "width", lambda fixed: None)
+    m.setattr(plain, "table_rows", lambda *args, **kwargs: None)
+    m.setattr(render, "write_plain", lambda text: False)
+
+
 BUNDLED = sorted(p for p in FIXTURES.rglob("*.json*") if p.is_file())
 
 
@@ -92,21 +99,24 @@ def _estimate(
     rich: bool,
     width: int = 160,
     command: tuple[str, ...] = ("estimate",),
+    terminal: bool = False,
 ) -> tuple[int, str]:
-    """``estimate PATH`` (or another ``command``) piped, through the plain path (as a pipe gets
-    it) or with Rich. PATH is given relative to the fixtures, so what is printed does not depend
-    on where the clone is (a long absolute path on the first line does not fit a narrow width,
-    and goes to Rich)."""
+    """``estimate PATH`` (or another ``command``) piped, or to a terminal that takes styles,
+    through the fast paths or with Rich alone. PATH is given relative to the fixtures, so what
+    is printed does not depend on where the clone is (a long absolute path on the first line
+    does not fit a narrow width, and goes to Rich)."""
     from typer.testing import CliRunner
 
     from ctxfold.cli.app import app
 
     monkeypatch.chdir(FIXTURES)
     monkeypatch.setattr(render, "out", render._LazyConsole(highlight=False, width=width))
-    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
+    if terminal:
+        monkeypatch.setenv("FORCE_COLOR", "1")
     if rich:
-        monkeypatch.setattr(plain, "width", lambda fixed: None)
+        _rich_only(monkeypatch)
     done = CliRunner().invoke(app, [*command, "--no-cache", "--no-profile", str(path.relative_to(FIXTURES))])
     return done.exit_code, done.stdout
 
@@ -127,6 +137,20 @@ def test_a_piped_estimate_prints_what_rich_prints(width: int) -> None:
         if code == 0 and not made:
             built.append(path)
     assert len(built) >= len(BUNDLED) // 2, f"{len(built)} of {len(BUNDLED)} built without Rich"
+
+
+@pytest.mark.parametrize("command", [("estimate",), ("report",), ("report", "--explain")])
+def test_on_a_terminal_the_text_and_styles_are_rich_s(command: tuple[str, ...]) -> None:
+    """On a terminal (styles written), headings, facts and tables laid out without Rich's tables
+    carry the styles Rich gives them, escape for escape, for every bundled session."""
+    for path in BUNDLED:
+        with pytest.MonkeyPatch.context() as m:
+            fast = _estimate(path, m, rich=False, width=100, command=command, terminal=True)
+            styled = render.out.color_system is not None
+        with pytest.MonkeyPatch.context() as m:
+            slow = _estimate(path, m, rich=True, width=100, command=command, terminal=True)
+        assert fast == slow, path
+        assert styled and (fast[0] != 0 or "\x1b[1m" in fast[1]), path
 
 
 @pytest.mark.parametrize("width", [60, 120])
@@ -181,7 +205,7 @@ def test_piped_files_after_one_rich_printed_are_built_too(
     for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(name, raising=False)
     outputs, built = [], []
-    real = render._estimate_plain
+    real = render_estimate._estimate_plain
 
     def recorded(*args: Any) -> str | None:
         built.append(real(*args))
@@ -191,8 +215,8 @@ def test_piped_files_after_one_rich_printed_are_built_too(
         with pytest.MonkeyPatch.context() as m:
             m.setattr(render, "out", render._LazyConsole(highlight=False, width=100))
             if rich:
-                m.setattr(plain, "width", lambda fixed: None)
-            m.setattr(render, "_estimate_plain", recorded)
+                _rich_only(m)
+            m.setattr(render_estimate, "_estimate_plain", recorded)
             done = CliRunner().invoke(app, ["estimate", "--no-cache", "--no-profile", *paths])
             outputs.append((done.exit_code, done.stdout))
     assert outputs[0] == outputs[1] and outputs[0][0] == 0
