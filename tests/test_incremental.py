@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from ctxfold.cli.app import app
 from ctxfold.config import Config
-from ctxfold.tokens import countstore, filecheck, parallel
+from ctxfold.tokens import countstore, filecheck, incremental, parallel
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import Spec, estimate_file, estimate_to_dict
 from ctxfold.tokens.incremental import cache_key, estimate_incremental
@@ -700,3 +700,25 @@ def test_what_the_reader_held_is_not_tokenized_again(
     assert trace["resumed"]
     assert (seen == []) == (header == "kept")
     assert warm == _doc(target)
+
+
+def test_the_key_names_the_real_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path in a cache key is ``os.path.realpath``'s, found faster (a folder resolved once):
+    through a linked folder, a linked file, dots, a relative path, a missing file."""
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "sub" / "a.jsonl").write_text("{}\n")
+    (tmp_path / "linked").symlink_to(real)
+    (real / "sub" / "b.jsonl").symlink_to(real / "sub" / "a.jsonl")
+    monkeypatch.chdir(real)
+    cases = [
+        str(tmp_path / "linked" / "sub" / "a.jsonl"),
+        str(real / "sub" / "b.jsonl"),
+        str(tmp_path / "linked" / "sub" / ".." / "sub" / "a.jsonl"),
+        "sub/a.jsonl",
+        str(tmp_path / "linked" / "sub" / "missing.jsonl"),
+        str(tmp_path / "linked" / "sub"),
+    ]
+    for _ in range(2):  # the second time, from the folders found the first
+        for case in cases:
+            assert incremental._real(case) == os.path.realpath(case), case

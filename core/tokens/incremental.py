@@ -32,6 +32,7 @@ One file's read with the cache is ``cacherun.CachedRun``; where entries are kept
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,7 +42,7 @@ from ctxfold.formats.jsonl import open_binary
 from ctxfold.formats.loader import Opened
 from ctxfold.hashes import code_stamp
 from ctxfold.paths import cache_off
-from ctxfold.settings import setting
+from ctxfold.settings import env_name, setting
 from ctxfold.tokens.cacherun import CachedRun
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import FileEstimate, Spec, estimate_file
@@ -159,15 +160,50 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
 
 def cache_key(path: str, spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, Any]:
     """Everything the cached counts depend on besides the file's bytes."""
+    return {"path": _real(path), **_settings_key(spec, fmt, skip_invalid)}
+
+
+_SETTINGS = ("model", "tokenizer", "window")
+# the key's settings part, for the settings and environment last asked about (a folder's files
+# share it: resolved once, not per file), and the real folders of the files asked about
+_last_settings: list[Any] = [None, None, {}]
+_real_folders: dict[str, str] = {}
+
+
+def _settings_key(spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, Any]:
+    environ = tuple(os.environ.get(env_name(n)) for n in _SETTINGS)
+    asked = (spec.model, spec.tokenizer, spec.window, fmt, skip_invalid, environ)
+    known, config, key = _last_settings
+    if known == asked and config is spec.config:  # (a config is frozen: the same one says the same)
+        return dict(key)
     chosen = {}
-    for name, flag in (("model", spec.model), ("tokenizer", spec.tokenizer), ("window", spec.window)):
+    for name, flag in zip(_SETTINGS, (spec.model, spec.tokenizer, spec.window), strict=True):
         s = setting(name, flag, spec.config)
         chosen[name] = [s.value, s.source]
-    return {
-        "path": os.path.realpath(path),
+    key = {
         "format": fmt,
         "skip_invalid": skip_invalid,
         "settings": chosen,
         "models": spec.config.models,
         "code": code_stamp(),
     }
+    _last_settings[:] = [asked, spec.config, key]
+    return dict(key)
+
+
+def _real(path: str) -> str:
+    """``os.path.realpath(path)``, with the real path of its folder found once per folder: a
+    file that is no symbolic link is its real folder's entry (one ``lstat``, not one per
+    component of the path)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    try:
+        if not name or stat.S_ISLNK(os.lstat(path).st_mode):
+            return os.path.realpath(path)
+    except OSError:
+        return os.path.realpath(path)
+    real = _real_folders.get(folder)
+    if real is None:
+        if len(_real_folders) > 1024:
+            _real_folders.clear()
+        real = _real_folders[folder] = os.path.realpath(folder)
+    return os.path.join(real, name)
