@@ -1,6 +1,6 @@
 """The ``compact``, ``validate`` and ``config`` commands (``app`` registers them)."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -9,6 +9,7 @@ from ctxfold.cli.options import (
     BufferOpt,
     Files,
     FormatOpt,
+    JobsOpt,
     JsonOpt,
     MaxTokensOpt,
     ModelOpt,
@@ -16,6 +17,9 @@ from ctxfold.cli.options import (
     SkipOpt,
     WindowOpt,
 )
+
+if TYPE_CHECKING:
+    from ctxfold.formats.validate import Validation
 
 
 @handle_errors
@@ -247,19 +251,22 @@ def validate(
     files: Files,
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
+    jobs: JobsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Check sessions against their format's rules.
 
     One line per file and per violation (FILE:LINE: what is wrong); exit 1 if any rule is broken.
     """
+    from functools import partial
+
     from ctxfold.cli import render, render_compact
     from ctxfold.cli.errors import EXIT_FAILURE
     from ctxfold.cli.inputs import expand
-    from ctxfold.formats.validate import validate as check
+    from ctxfold.cli.jobs import read_files
 
-    paths, failed = expand(files)
-    results = [check(path, fmt, skip_invalid=skip_invalid) for path in paths]
+    work = partial(_check, fmt=fmt, skip_invalid=skip_invalid)
+    results, failed = read_files(expand(files), work, lambda v: v, jobs=jobs, progress=not json_out)
     if json_out:
         docs = [v.to_dict() for v in results]
         render.emit_json({"command": "validate", "version": 1, "files": docs, "failed": failed})
@@ -268,6 +275,13 @@ def validate(
         render.failed(failed, len(results))
     if failed or any(not v.ok for v in results):
         raise SystemExit(EXIT_FAILURE)
+
+
+def _check(path: str, *, fmt: str | None, skip_invalid: bool, on_progress: object = None) -> "Validation":
+    """One file's check, in whichever process reads it (``jobs.read_files``)."""
+    from ctxfold.formats.validate import validate as check
+
+    return check(path, fmt, skip_invalid=skip_invalid)
 
 
 @handle_errors

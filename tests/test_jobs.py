@@ -73,6 +73,21 @@ def test_several_workers_give_the_serial_results_and_profile(
     assert again_parallel[1] == again[1]
 
 
+def test_validate_on_several_workers_gives_the_serial_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``validate`` of a folder reads its files on every core: the same document, in the same
+    order, with the broken and the empty file among the failures."""
+    folder = _sessions(tmp_path / "sessions")
+    pools: list[int] = []
+    real_pool = jobs._pool
+    monkeypatch.setattr(jobs, "_pool", lambda n: pools.append(n) or real_pool(n))
+    serial = _run(["validate", str(folder), "--jobs", "1"], tmp_path / "c1", monkeypatch)
+    parallel = _run(["validate", str(folder), "--jobs", "3"], tmp_path / "c3", monkeypatch)
+    assert pools == [3] and parallel[:2] == serial[:2]
+    assert len(serial[1]["files"]) >= 20 and serial[0] == 1  # the broken file is a failed check
+
+
 def _failing_estimate_file(path: str, **kwargs: Any) -> Any:
     """estimate_file, but a file named *bug* meets a bug and one named *die* kills its worker."""
     name = Path(path).name
