@@ -239,6 +239,8 @@ def report(
         config=config, cache=not no_cache,
     )  # fmt: skip
 
+    docs: list[dict[str, Any]] = []  # with --json, each file's, made as it is finished
+
     def finish(est: FileEstimate) -> "Report":  # here, in file order: the profile evolves as in one process
         # the report's own modules, first loaded here: while the workers read
         from ctxfold.engine.replay import report_from
@@ -256,10 +258,8 @@ def report(
         )
         summary(rep)  # every output shows it: worked out now, while the workers read on
         if json_out:
-            docs.append(_report_doc(rep, explain))  # (so is a file's document)
+            docs.append(_report_doc(rep, explain))  # so is its document
         return rep
-
-    docs: list[dict[str, Any]] = []
 
     preload = setting("tokenizer", counted_with, config).value or "o200k"
     with attributed(settings):

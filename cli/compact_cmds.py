@@ -278,7 +278,8 @@ def validate(
 
 
 def _check(path: str, *, fmt: str | None, skip_invalid: bool, on_progress: object = None) -> "Validation":
-    """One file's check, in whichever process reads it (``jobs.read_files``)."""
+    """One file's check, in whichever process reads it (``jobs.read_files``, which offers a
+    large file's byte bar as ``on_progress``: a check draws none)."""
     from ctxfold.formats.validate import validate as check
 
     return check(path, fmt, skip_invalid=skip_invalid)

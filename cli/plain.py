@@ -7,7 +7,8 @@ table's cells may hold characters two cells wide, CJK's: Rich's measure of one i
 Loading Rich's console and tables for that is about 50 ms of a piped ``estimate`` (7 % of a
 re-run after a 200 MB session grew), so such output is built here. Anything else that needs
 measuring (a zero-width or joining character, a control character, a word longer than the
-width, a wide character in wrapped text) returns None, and Rich prints it. ``tests/test_render_plain.py`` checks both give the same text.
+width, a wide character in wrapped text) returns None, and Rich prints it.
+``tests/test_render_plain.py`` checks both give the same text.
 """
 
 from __future__ import annotations

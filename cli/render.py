@@ -188,10 +188,14 @@ def write_plain(text: str | None) -> bool:
     return True
 
 
+def blank() -> None:
+    """An empty line (after a file's output)."""
+    if not write_plain("\n"):
+        out.print()
+
+
 def heading(bold: str, rest: str = "") -> None:
-    """A line that opens a file's output (``bold`` in bold on a terminal), or a blank line."""
-    if not (bold or rest) and write_plain("\n"):
-        return
+    """A line that opens a file's output, ``bold`` in bold on a terminal."""
     width = plain_width()
     if width is not None and write_plain(plain.line(bold + rest, width)):
         return

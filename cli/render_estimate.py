@@ -53,7 +53,7 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
         print_rows(tables[0], PART_STYLES)
         if tables[1]:
             print_rows(tables[1])
-        heading("")
+        render.blank()
         return
     _estimate_rich(r, facts, parts)
 

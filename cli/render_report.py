@@ -110,7 +110,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             print_facts(explain_lines(rep), indent=4, key_width=15)
         if plot:
             render.out.print(Text(f"  plot written to {plot}"))
-        render.heading("")
+        render.blank()
     if len(reports) > 1:
         report_totals(reports, sums)
 

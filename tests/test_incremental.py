@@ -710,6 +710,9 @@ def test_the_key_names_the_real_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (real / "sub" / "a.jsonl").write_text("{}\n")
     (tmp_path / "linked").symlink_to(real)
     (real / "sub" / "b.jsonl").symlink_to(real / "sub" / "a.jsonl")
+    (real / "deep" / "er").mkdir(parents=True)
+    (real / "deep" / "a.jsonl").write_text("{}\n")
+    (tmp_path / "to-deep").symlink_to(real / "deep" / "er")
     monkeypatch.chdir(real)
     cases = [
         str(tmp_path / "linked" / "sub" / "a.jsonl"),
@@ -718,6 +721,7 @@ def test_the_key_names_the_real_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
         "sub/a.jsonl",
         str(tmp_path / "linked" / "sub" / "missing.jsonl"),
         str(tmp_path / "linked" / "sub"),
+        str(tmp_path / "to-deep" / ".." / "a.jsonl"),  # the link first, then ..
     ]
     for _ in range(2):  # the second time, from the folders found the first
         for case in cases:

@@ -175,7 +175,7 @@ def _settings_key(spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, 
     asked = (spec.model, spec.tokenizer, spec.window, fmt, skip_invalid, environ)
     known, config, key = _last_settings
     if known == asked and config is spec.config:  # (a config is frozen: the same one says the same)
-        return dict(key)
+        return key
     chosen = {}
     for name, flag in zip(_SETTINGS, (spec.model, spec.tokenizer, spec.window), strict=True):
         s = setting(name, flag, spec.config)
@@ -188,16 +188,17 @@ def _settings_key(spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, 
         "code": code_stamp(),
     }
     _last_settings[:] = [asked, spec.config, key]
-    return dict(key)
+    return key
 
 
 def _real(path: str) -> str:
     """``os.path.realpath(path)``, with the real path of its folder found once per folder: a
     file that is no symbolic link is its real folder's entry (one ``lstat``, not one per
-    component of the path)."""
+    component of the path). A path through ``..`` is resolved whole: a link before it is
+    followed before the ``..`` is taken, which ``abspath`` does not do."""
     folder, name = os.path.split(os.path.abspath(path))
     try:
-        if not name or stat.S_ISLNK(os.lstat(path).st_mode):
+        if not name or ".." in path.split(os.sep) or stat.S_ISLNK(os.lstat(path).st_mode):
             return os.path.realpath(path)
     except OSError:
         return os.path.realpath(path)
