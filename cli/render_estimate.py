@@ -47,7 +47,7 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
     if render.write_plain(_estimate_plain(r, facts, parts)):
         return
     tables = _tables(r, parts, render.out.width)
-    if tables is not None and plain.line(r.path + f"  ({r.format})", render.out.width) is not None:
+    if tables is not None:  # (a heading too long for the width wraps as Rich wraps it)
         heading(r.path, f"  ({r.format})")
         print_facts(facts)
         print_rows(tables[0], PART_STYLES)
