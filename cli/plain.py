@@ -48,7 +48,7 @@ def cells(text: str) -> int | None:
     wide = {c: cell_len(c) for c in set(text) if not c.isascii()}
     if any(w not in (1, 2) for w in wide.values()):
         return None
-    total = len(text) + sum(text.count(c) for c, w in wide.items() if w == 2)
+    total = sum(wide.get(c, 1) for c in text)
     return total if total == cell_len(text) else None  # (no characters that join)
 
 

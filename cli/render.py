@@ -197,12 +197,12 @@ def blank() -> None:
 def heading(bold: str, rest: str = "") -> None:
     """A line that opens a file's output, ``bold`` in bold on a terminal."""
     width = plain_width()
-    if width is not None and write_plain(plain.line(bold + rest, width)):
+    line = plain.line(bold + rest, out.width if width is None else width)
+    if width is not None and write_plain(line):
         return
     from rich.text import Text
 
-    fits = plain.line(bold + rest, out.width) is not None  # (then there is no wrapping to work out)
-    out.print(Text.assemble((bold, "bold"), rest), soft_wrap=fits)
+    out.print(Text.assemble((bold, "bold"), rest), soft_wrap=line is not None)  # (fits: no wrapping)
 
 
 def print_rows(rows: list[list[str]], styles: Sequence[str | None] = ()) -> None:
@@ -211,19 +211,19 @@ def print_rows(rows: list[list[str]], styles: Sequence[str | None] = ()) -> None
     in it, each cell and the padding on its sides styled as Rich styles them, one by one; every
     other line as it is. Rich measures and pads each of a folder's thousands of cells as a
     renderable of its own (about a second for 2,000 lines); this takes milliseconds."""
-    styled = out.color_system is not None
-    body = rows[1:] if styled else rows
-    if styled:
+    unstyled = rows
+    if plain_width() is None and out.color_system is not None:  # (piped: no console needed)
         from rich.text import Text
 
         spans = _styled(rows[0], ["bold"] * len(rows[0]))
-        for row in body if any(styles) else ():
-            spans += [("\n", ""), *_styled(row, styles)]
-        out.print(Text.assemble(*spans), soft_wrap=True)  # (it fits: no wrapping to work out)
+        unstyled = rows[1:]
         if any(styles):
-            return
-    text = "".join("  ".join(row) + "\n" for row in body)
-    if not write_plain(text):
+            for row in unstyled:
+                spans += [("\n", ""), *_styled(row, styles)]
+            unstyled = []
+        out.print(Text.assemble(*spans), soft_wrap=True)  # (it fits: no wrapping to work out)
+    text = "".join("  ".join(row) + "\n" for row in unstyled)
+    if text and not write_plain(text):
         out.out(text, highlight=False, end="")
 
 
@@ -243,7 +243,7 @@ def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width:
     the key. They have no styles: on a terminal too, Rich writes them as ``plain`` builds them
     (a report of 2,000 files printed its facts there in a second, not five)."""
     width = plain_width() or (out.width if isinstance(out, _LazyConsole) else None)
-    if width is not None and write_plain(facts_plain(facts, width, indent, key_width)):
+    if width is not None and write_plain(_facts_plain(facts, width, indent, key_width)):
         return
     from rich.text import Text
 
@@ -255,7 +255,7 @@ def print_facts(facts: Sequence[tuple[str, str]], *, indent: int = 2, key_width:
             con.print(Text.assemble(head(key, i), line))
 
 
-def facts_plain(
+def _facts_plain(
     facts: Sequence[tuple[str, str]], width: int, indent: int = 2, key_width: int = 12
 ) -> str | None:
     """What ``print_facts`` prints with Rich, built without it; None when a line needs Rich."""

@@ -1,8 +1,8 @@
 """Terminal output of ``estimate``: per file, its heading, facts, the context by part and its
 largest messages. Shares the consoles of :mod:`ctxfold.cli.render`; core computes every figure.
 
-Laid out by ``plain.py`` wherever nothing needs Rich's measure: piped, each file's block is one
-text written as it is; on a terminal, the same lines, with the styles Rich gives them
+Laid out by ``plain.py`` wherever nothing needs Rich's measure: piped, written as it is (no
+Rich console is made); on a terminal, the same lines, with the styles Rich gives them
 (``render.print_rows``). Rich lays out the rest (a combining accent in a preview, a width too
 narrow for the previews): the same text, at about 4 ms a file.
 """
@@ -44,18 +44,16 @@ def _estimate_one(r: FileEstimate, predicted: Prediction) -> None:
         if n
     ]
     parts.append(("framing", f"{r.replay.per_request:,}", ""))
-    if render.write_plain(_estimate_plain(r, facts, parts)):
+    tables = _tables(r, parts, render.plain_width() or render.out.width)
+    if tables is None:
+        _estimate_rich(r, facts, parts)
         return
-    tables = _tables(r, parts, render.out.width)
-    if tables is not None:  # (a heading too long for the width wraps as Rich wraps it)
-        heading(r.path, f"  ({r.format})")
-        print_facts(facts)
-        print_rows(tables[0], PART_STYLES)
-        if tables[1]:
-            print_rows(tables[1])
-        render.blank()
-        return
-    _estimate_rich(r, facts, parts)
+    heading(r.path, f"  ({r.format})")  # each piece as Rich prints it, piped without Rich's console
+    print_facts(facts)
+    print_rows(tables[0], PART_STYLES)
+    if tables[1]:
+        print_rows(tables[1])
+    render.blank()
 
 
 def _estimate_rich(r: FileEstimate, facts: list[tuple[str, str]], parts: list[tuple[str, str, str]]) -> None:
@@ -134,22 +132,6 @@ def _tables(r: FileEstimate, parts: list[tuple[str, str, str]], width: int) -> t
     previews = [plain.crop(lm.preview, cut).rstrip() for lm in r.largest]
     largest = plain.table_rows([*columns, (LARGEST, previews, "left")], width, (*LARGEST_LEAST, cut))
     return None if largest is None else (part_rows, largest)
-
-
-def _estimate_plain(
-    r: FileEstimate, facts: list[tuple[str, str]], parts: list[tuple[str, str, str]]
-) -> str | None:
-    """What ``_estimate_one`` prints, as one text, when piped and nothing needs Rich's measure;
-    else None."""
-    width = render.plain_width()
-    if width is None:
-        return None
-    tables = _tables(r, parts, width)
-    got = [plain.line(f"{r.path}  ({r.format})", width), render.facts_plain(facts, width)]
-    if tables is None or any(part is None for part in got):
-        return None
-    lines = ["  ".join(row) + "\n" for table in tables for row in table]
-    return "".join(part or "" for part in got) + "".join(lines) + "\n"
 
 
 def _estimate_facts(r: FileEstimate, predicted: Prediction) -> list[tuple[str, str]]:

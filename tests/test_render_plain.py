@@ -205,9 +205,9 @@ def test_piped_files_after_one_rich_printed_are_built_too(
     for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(name, raising=False)
     outputs, built = [], []
-    real = render_estimate._estimate_plain
+    real = render_estimate._tables
 
-    def recorded(*args: Any) -> str | None:
+    def recorded(*args: Any) -> Any:
         built.append(real(*args))
         return built[-1]
 
@@ -216,11 +216,11 @@ def test_piped_files_after_one_rich_printed_are_built_too(
             m.setattr(render, "out", render._LazyConsole(highlight=False, width=100))
             if rich:
                 _rich_only(m)
-            m.setattr(render_estimate, "_estimate_plain", recorded)
+            m.setattr(render_estimate, "_tables", recorded)
             done = CliRunner().invoke(app, ["estimate", "--no-cache", "--no-profile", *paths])
             outputs.append((done.exit_code, done.stdout))
     assert outputs[0] == outputs[1] and outputs[0][0] == 0
-    assert [text is not None for text in built[:3]] == [False, True, True]
+    assert [tables is not None for tables in built[:3]] == [False, True, True]
     assert "結帳總額" in outputs[0][1] and "…" in outputs[0][1]
 
 

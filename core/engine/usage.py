@@ -54,7 +54,8 @@ class Group:
     # read once: a group adds thousands of calls (a 200 MB session's, a folder's day)
     _models: set[str] = field(default_factory=set, repr=False, compare=False)
     _sessions: set[str] = field(default_factory=set, repr=False, compare=False)
-    _span: list[datetime] = field(default_factory=list, repr=False, compare=False)
+    _earliest: datetime | None = field(default=None, repr=False, compare=False)  # first's, last's
+    _latest: datetime | None = field(default=None, repr=False, compare=False)
 
     @property
     def total(self) -> int:
@@ -74,13 +75,10 @@ class Group:
             self.sessions.append(session)
         when = parse_time(b.timestamp) if b.timestamp else None
         if when is not None:
-            if not self._span:
-                self._span[:] = [when, when]
-                self.first = self.last = b.timestamp
-            elif when < self._span[0]:
-                self._span[0], self.first = when, b.timestamp
-            elif when > self._span[1]:
-                self._span[1], self.last = when, b.timestamp
+            if self._earliest is None or when < self._earliest:
+                self._earliest, self.first = when, b.timestamp
+            if self._latest is None or when > self._latest:
+                self._latest, self.last = when, b.timestamp
         self.cost.charge(b.call, b.model, prices)
 
     def to_dict(self) -> dict[str, Any]:
