@@ -220,7 +220,16 @@ def test_a_thread_without_its_rollout_yet_and_a_snapshot_without_a_thread(
 
 def test_a_read_never_waits_for_a_slow_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first read of a session is answered before its line is made; a later one gets it."""
+    from ctxfold.cli import codex_statusline
+
     monkeypatch.setenv("CODEX_HOME", str(_home(tmp_path)))
+    made = codex_statusline._line
+
+    def slow(doc: dict[str, Any]) -> str:  # a line that takes a while, however busy the machine
+        time.sleep(0.3)
+        return made(doc)
+
+    monkeypatch.setattr(codex_statusline, "_line", slow)
     lines = Lines(wait=0)
     assert lines.get(snapshot()) == READING
     deadline = time.monotonic() + 60
