@@ -218,6 +218,40 @@ def test_an_unchanged_file_is_answered_from_the_result_kept(tmp_path: Path) -> N
     assert _cached(link, trace) == _doc(link) and trace["answered"] == 1
 
 
+@pytest.mark.parametrize("kind", ["no model yet", "one JSON document"])
+def test_a_file_that_keeps_no_state_is_answered_all_the_same(tmp_path: Path, kind: str) -> None:
+    """A log that names no model yet (Claude Code's queue operations alone) and a whole-file
+    document (a Gemini CLI chat) keep no state to read on from; their result is kept for their
+    bytes and answers the next run. Changed bytes, of the same size or grown, are read again."""
+    if kind == "no model yet":
+        target = tmp_path / "queued.jsonl"
+        line = (
+            '{"type":"queue-operation","operation":"enqueue","timestamp":"2025-01-01T00:00:0%dZ",'
+            '"sessionId":"0a12da8e-1b6d-4238-b047-e14b0aacd8e1"}\n'
+        )
+        data = "".join(line % i for i in range(3)).encode()
+        named = (FIXTURES / "real" / "claude-code-sidechains.jsonl").read_bytes()
+        grown = data + named[: _line_end(named, 0.3)]  # then lines that name the model
+        same_size = data.replace(b"enqueue", b"dequeue", 1)
+    else:
+        target = tmp_path / "chat.json"
+        data = (FIXTURES / "real" / "gemini-cli-pomodoro-timer.json").read_bytes()
+        grown = data.replace(b"}", b"} ", 1)  # the same document, one byte longer
+        same_size = data.replace(b"pure HTML", b"bare HTML", 1)
+    assert same_size != data and len(same_size) == len(data)
+    target.write_bytes(data)
+    first: dict[str, int] = {}
+    assert _cached(target, first) == _doc(target)
+    assert not first["kept"] and not first["answered"]
+    again: dict[str, int] = {}
+    assert _cached(target, again) == _doc(target) and again["answered"] == 1
+    for changed in (same_size, grown):
+        target.write_bytes(changed)
+        trace: dict[str, int] = {}
+        assert _cached(target, trace) == _doc(target) and not trace["answered"]
+        assert isinstance(_doc(target), dict)  # a result, not an error
+
+
 def _aged(path: Path, data: bytes, seconds: int = 3600) -> None:
     """Write ``data`` to ``path`` and date its modification ``seconds`` back (its change time is
     now: ctime cannot be set back, which is what makes it worth checking)."""

@@ -27,6 +27,17 @@ from ctxfold.tokens.split import RawLines, feed
 from ctxfold.transcript.model import Entry as LogEntry
 
 UNREADABLE = "the count cache entry for this file could not be read back: ignored, counted afresh"
+# a file no state is kept for (a log that names no model yet, one JSON document) is read whole
+# into memory up to this size, so that its result is kept for the bytes it was read from
+WHOLE_KEPT = 4 << 20
+
+
+class _Named(io.BytesIO):
+    """A file's bytes, read once, under the file's name (what errors and the result name)."""
+
+    def __init__(self, data: bytes, name: str) -> None:
+        super().__init__(data)
+        self.name = name
 
 
 def _extended(hasher: PrefixHash, data: bytes) -> PrefixHash:
@@ -132,6 +143,18 @@ class CachedRun:
         if self.stat is not None and self.stat.st_size == self.read[1]:  # nothing written meanwhile
             meta.update(stat=file_identity(self.stat), kept_ns=time.time_ns())
         return meta, data
+
+    def whole(self, as_one: Callable[[BinaryIO], FileEstimate]) -> FileEstimate:
+        """The file read whole by ``as_one`` (``estimate_file``) from its bytes in memory, when a
+        cold run keeps no state: its result can be kept all the same, checked by these bytes."""
+        self.saved, self.resumed, self.held = None, 0, None
+        self.f.seek(0)
+        data = self.f.read()
+        est = as_one(_Named(data, self.path))
+        hasher = PrefixHash()
+        hasher.update(data)
+        self.read = hasher, len(data)
+        return est
 
     def cold(self, cut: int) -> FileEstimate | None:
         self.saved, self.skipped, self.entries, self.resumed = None, [], 0, 0

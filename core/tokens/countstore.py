@@ -6,7 +6,9 @@ the CRC-32 of the bytes before it, the CRC-32 of the state) and the state, pickl
 file of up to ``ANSWER_MAX`` bytes, the result of the file as it was read (its size, the CRC-32
 of all its bytes, its metadata and when it was kept, the result pickled): a file unchanged since
 is answered from it without reading on (a folder of old sessions reported again), and without
-reading it at all when its metadata shows no write since (``filecheck.unchanged``). It is a
+reading it at all when its metadata shows no write since (``filecheck.unchanged``). A file read
+whole, with no state to keep (a log that names no model yet, a JSON document), has an empty
+state and its result (``CachedRun.whole``). It is a
 cache, so it is never trusted: an entry that is not one of ours, names other settings, or whose
 state does not match its checksum is ignored with a warning and replaced; one written by
 another version of ctxfold is replaced without one. The state is unpickled only after those

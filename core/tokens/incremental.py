@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -43,7 +44,7 @@ from ctxfold.formats.loader import Opened
 from ctxfold.hashes import code_stamp
 from ctxfold.paths import cache_off
 from ctxfold.settings import env_name, setting
-from ctxfold.tokens.cacherun import CachedRun
+from ctxfold.tokens.cacherun import WHOLE_KEPT, CachedRun
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import FileEstimate, Spec, estimate_file
 from ctxfold.tokens.filecheck import complete_end
@@ -97,6 +98,10 @@ def estimate_incremental(
     key = cache_key(path, spec, fmt, skip_invalid)
     notes: list[str] = []
     run = CachedRun(path, spec, fmt, skip_invalid, on_progress)
+    as_one = partial(
+        estimate_file, model=model, tokenizer=tokenizer, window=window, fmt=fmt, skip_invalid=skip_invalid,
+        config=spec.config, on_progress=on_progress,
+    )  # fmt: skip
     with open_binary(path) as f:
         run.f = f
         run.stat = os.fstat(f.fileno())
@@ -109,11 +114,10 @@ def estimate_incremental(
             est = run.resume(found, cut, notes) if found is not None else None
             if est is None and cut:
                 est = run.cold(cut)
-    if est is None:  # nothing a cold run could keep: read as one
-        est = estimate_file(
-            path, model=model, tokenizer=tokenizer, window=window, fmt=fmt, skip_invalid=skip_invalid,
-            config=spec.config, on_progress=on_progress,
-        )  # fmt: skip
+        if est is None and size <= WHOLE_KEPT:  # kept nothing: read as one, its result kept
+            est = run.whole(as_one)
+    if est is None:  # a larger one: read as one, nothing kept
+        est = as_one(path)
     elif run.saved is not None:
         # a file that grew since its state was kept is live and will grow again (a statusline
         # runs after every line): it pays for no answer; a first read or an unchanged file does
@@ -122,6 +126,10 @@ def estimate_incremental(
         answer = run.answer(est)
         if answer is not None and found.payload is not None:  # (resumed: its state was read)
             store.save(key, found.kept(), found.payload, answer=answer)
+    elif not run.answer_hit and not run.resumed and run.read is not None:
+        answer = run.answer(est)  # read whole, with no state to keep: the result, for these bytes
+        if answer is not None:
+            store.save(key, {}, b"", answer=answer)
     if trace is not None:
         trace["resumed"] = run.resumed
         trace["kept"] = run.saved[0]["offset"] if run.saved is not None and est is not None else 0
