@@ -441,6 +441,64 @@ def test_slope_is_not_moved_by_a_bump_of_unlogged_content() -> None:
     assert calibrator.predict(points[-1][0] + 1_000).tokens == points[-1][1] + 1_200
 
 
+def _slope_reference(points: list[tuple[int, int]], server: list[int]) -> float | None:
+    """``slope``'s rule written out plainly, step by step from the points."""
+    if len(points) < 2 or points[-1][0] - points[0][0] < 2_000:
+        return None
+    calls = server if len(server) == len(points) else [0] * len(points)
+    steps = [
+        (points[i + 1][0] - points[i][0], points[i + 1][1] - points[i][1], calls[i + 1] == calls[i])
+        for i in range(len(points) - 1)
+    ]
+    ratios = sorted(dr / de for de, dr, clean in steps if clean and de >= 500)
+    if ratios:
+        n = len(ratios)
+        ratio = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
+    else:
+        grown = sum(de for de, _, clean in steps if clean)
+        if grown < 500:
+            return None
+        ratio = sum(dr for _, dr, clean in steps if clean) / grown
+    return min(5.0, max(0.8, ratio))
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3_000), st.integers(-500, 4_000), st.sampled_from([0, 0, 0, 1])),
+        min_size=34,
+        max_size=100,
+    ),
+    st.dictionaries(st.integers(0, 99), st.sampled_from(["reset", "cleared", "restored"]), max_size=4),
+)
+def test_the_slope_kept_as_points_come_and_go_is_the_slope_of_the_points(
+    points: list[tuple[int, int, int]], others: dict[int, str]
+) -> None:
+    """A calibrator keeps its steps as it observes (past 32 points the first two steps become
+    one) and steps afresh points changed from outside (a guard's reset, a failed fold putting
+    them back): at every moment its slope is the one worked out from the points."""
+    cal = GrowthCalibrator()
+    e = r = k = 0
+    saved: list[tuple[int, int]] = []
+    events: list[Any] = []
+    for i, point in enumerate(points):
+        events += [others[i], point] if i in others else [point]
+    for ev in events:
+        if ev == "reset":
+            cal.reset()
+        elif ev == "cleared":
+            saved = list(cal.history)
+            cal.history.clear()  # as ContextGuard.reset does
+        elif ev == "restored":
+            cal.history[:] = saved  # as a failed fold does
+        else:
+            de, dr, dk = ev
+            e, r, k = e + de, max(0, r + dr), k + dk
+            cal.observe(e, r, k)
+        want = _slope_reference(cal.history, cal.server)
+        assert cal.session_slope() == want
+        assert slope(cal.history, cal.server) == want
+
+
 def test_after_a_compaction_the_prior_runs_through_the_first_and_latest_counts() -> None:
     """A segment whose latest steps grew at 1.0 but whose whole span grew at 1.25: the prior
     carried over must reproduce both real counts, not read the difference as hidden prompt."""
