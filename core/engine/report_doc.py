@@ -3,6 +3,7 @@ arithmetic. Rendering is the CLI's business; this module only computes."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -32,11 +33,17 @@ def _summary(report: Report) -> dict[str, Any]:
     errors = [abs(r.error) for r in rows if r.error is not None and not r.first_in_segment]
     fire = report.first_fire
     recorded = []
+    fires: dict[int, int] = {}  # each segment's first firing: its position in the rows
+    for i, r in enumerate(rows):
+        if r.decision == "compact":
+            fires.setdefault(r.segment, i)
     for c in report.estimate.replay.compactions:
-        # distance from ctxfold's first firing in the same stretch of the session
-        before = [r for r in rows if r.index < c.before_request]
-        segment = before[-1].segment if before else -1
-        fired_before = next((r for r in before if r.segment == segment and r.decision == "compact"), None)
+        # distance from ctxfold's first firing in the same stretch of the session (the rows are
+        # in request order: those before the compaction are the first ``n``)
+        n = bisect.bisect_left(rows, c.before_request, key=lambda r: r.index)
+        segment = rows[n - 1].segment if n else -1
+        at = fires.get(segment, n)
+        fired_before = rows[at] if at < n else None
         recorded.append(
             {
                 "before_request": c.before_request,
