@@ -128,6 +128,26 @@ def test_recorded_compactions_are_marked() -> None:
     assert rep.simulation is not None and rep.simulation.compactions
 
 
+@pytest.mark.parametrize("window", [60_000, 100_000, 150_000])
+def test_a_recorded_compaction_names_ctxfolds_first_firing_before_it(window: int) -> None:
+    """Each compaction a session recorded is set beside ctxfold's first firing in the same
+    stretch (segment) of the session before it, if any: found here row by row."""
+    seen = 0
+    for path in [*real_files("claude-code"), *real_files("pi")]:
+        rep = report_file(str(path), window=window)
+        for c, got in zip(rep.estimate.replay.compactions, summary(rep)["recorded_compactions"], strict=True):
+            before = [r for r in rep.rows if r.index < c.before_request]
+            segment = before[-1].segment if before else -1
+            fired = [r.index for r in before if r.segment == segment and r.decision == "compact"]
+            want = fired[0] if fired else None
+            assert got["ctxfold_fired_at"] == want, (path.name, c.before_request)
+            assert got["requests_apart"] == (None if want is None else c.before_request - want)
+            seen += want is not None
+    if not real_files("claude-code"):
+        pytest.skip("../shared/fixtures-real absent")
+    assert seen  # some compaction came after a firing
+
+
 @pytest.mark.parametrize("path", real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_report_runs_on_every_real_session(path: Path) -> None:
     result = runner.invoke(app, ["report", "--json", "--simulate-compaction", "--no-profile", str(path)])
