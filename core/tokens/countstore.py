@@ -74,7 +74,7 @@ class Entry:
     header: dict[str, Any]
     payload: bytes | None
     answer: bytes | None = None
-    source: tuple[Path, bytes] | None = None
+    source: tuple[str, bytes] | None = None
 
     def kept(self) -> dict[str, Any]:
         """The header as ``save`` takes it again (what describes the state, no answer)."""
@@ -86,13 +86,22 @@ class _Unpickler(pickle.Unpickler):
     function (the way a pickle runs code) fails to load."""
 
     def find_class(self, module: str, name: str) -> Any:
+        found = _allowed.get((module, name))  # found before: a folder's answers name the same few
+        if found is not None:
+            return found
         if module == "ctxfold" or module.startswith("ctxfold."):
             found = super().find_class(module, name)
-            if isinstance(found, type):
-                return found
+            if not isinstance(found, type):
+                found = None
         elif (module, name) in _SAFE:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} has no place in a count cache entry")
+            found = super().find_class(module, name)
+        if found is None:
+            raise pickle.UnpicklingError(f"{module}.{name} has no place in a count cache entry")
+        _allowed[module, name] = found
+        return found
+
+
+_allowed: dict[tuple[str, str], Any] = {}  # what ``_Unpickler.find_class`` allowed, by name
 
 
 def unpickle(payload: bytes) -> Any:
@@ -108,12 +117,14 @@ class CountStore:
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or cache_dir() / "counts"
+        self._prefix = os.path.join(self.folder, "")  # entries are named as strings: a folder's
+        # thousands of files are looked up one by one, and a ``Path`` costs ten times a ``str``
 
     def path_for(self, key: dict[str, Any]) -> Path:
-        return self._path(_canonical(key))
+        return Path(self._path(_canonical(key)))
 
-    def _path(self, canonical: bytes) -> Path:
-        return self.folder / f"{digest(canonical)}{SUFFIX}"
+    def _path(self, canonical: bytes) -> str:
+        return f"{self._prefix}{digest(canonical)}{SUFFIX}"
 
     def load(self, key: dict[str, Any], notes: list[str], size: int | None = None) -> Entry | None:
         """The entry for ``key``, or None (none, another version's, or not trusted: then a
@@ -158,11 +169,11 @@ class CountStore:
         return self._whole(path, entry.header, rest, notes)
 
     @staticmethod
-    def _damaged(path: Path) -> str:
+    def _damaged(path: str) -> str:
         return f"the count cache entry {path} is damaged: ignored, the file is counted afresh"
 
     def _header(
-        self, path: Path, head: bytes, line: bytes, canonical: bytes, notes: list[str]
+        self, path: str, head: bytes, line: bytes, canonical: bytes, notes: list[str]
     ) -> dict[str, Any] | None:
         """The entry's header, if it is one of ours, this version's, for the key ``canonical``."""
         if head != MAGIC:
@@ -185,7 +196,7 @@ class CountStore:
         return header
 
     def _answer_only(
-        self, path: Path, f: BinaryIO, header: dict[str, Any], left: int, notes: list[str], line: bytes
+        self, path: str, f: BinaryIO, header: dict[str, Any], left: int, notes: list[str], line: bytes
     ) -> Entry | None:
         """The entry with its result (its last bytes) read and checked, and no state yet."""
         meta = header["answer"]
@@ -200,7 +211,7 @@ class CountStore:
             return None
         return Entry(header, None, answer, (path, line))
 
-    def _whole(self, path: Path, header: dict[str, Any], rest: bytes, notes: list[str]) -> Entry | None:
+    def _whole(self, path: str, header: dict[str, Any], rest: bytes, notes: list[str]) -> Entry | None:
         """The entry from everything after its header: the state, then the result if kept."""
         payload, answer = rest, None
         meta = header.get("answer")
@@ -222,7 +233,7 @@ class CountStore:
         """The header of ``key``'s entry, unchecked (None: none readable, or another version's):
         enough to tell how much of a file the entry would spare, not to trust it."""
         try:
-            with open(self.path_for(key), "rb") as f:
+            with open(self._path(_canonical(key)), "rb") as f:
                 if f.readline() != MAGIC:  # MAGIC is a line of its own
                     return None
                 header = orjson.loads(f.readline())
@@ -253,7 +264,7 @@ class CountStore:
         first = MAGIC + orjson.dumps(head, option=_SORTED) + b"\n"
         try:
             chunks = (first, payload, answer[1] if answer is not None else b"")
-            write_unsynced(self._path(canonical), chunks, prefix=".tmp-", suffix=SUFFIX)
+            write_unsynced(Path(self._path(canonical)), chunks, prefix=".tmp-", suffix=SUFFIX)
         except OSError:
             return
         CountStore.written += len(payload) + (len(answer[1]) if answer else 0)

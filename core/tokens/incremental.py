@@ -152,13 +152,16 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
     spec = Spec(get("model"), get("tokenizer"), get("window"), get("config") or Config())
     fmt, skip_invalid = get("fmt"), bool(get("skip_invalid"))
     store = store or CountStore()
+    off = cache_off()
     total = 0
     for path in paths:
         try:
-            size = os.path.getsize(path)
+            st = os.stat(path)
         except OSError:
             continue
-        head = store.peek(cache_key(path, spec, fmt, skip_invalid)) if cache_enabled(path) else None
+        size = st.st_size
+        kept = path != "-" and not off and stat.S_ISREG(st.st_mode)  # (``cache_enabled``, one stat)
+        head = store.peek(cache_key(path, spec, fmt, skip_invalid)) if kept else None
         answer, offset = (head or {}).get("answer"), (head or {}).get("offset")
         if isinstance(answer, dict) and answer.get("size") == size:
             continue
