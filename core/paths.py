@@ -15,8 +15,15 @@ def config_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ctxfold"
+    asked = (os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+    found = _cache_dirs.get(asked)  # a folder's every file asks: worked out once per environment
+    if found is None:
+        base = asked[0] or str(Path.home() / ".cache")
+        found = _cache_dirs[asked] = Path(base) / "ctxfold"
+    return found
+
+
+_cache_dirs: dict[tuple[str | None, str | None], Path] = {}
 
 
 CACHE_OFF_ENV = "CTXFOLD_NO_CACHE"  # set (to anything but 0): nothing is kept or reused

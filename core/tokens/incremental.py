@@ -175,6 +175,7 @@ def cache_key(path: str, spec: Spec, fmt: str | None, skip_invalid: bool) -> dic
 
 
 _SETTINGS = ("model", "tokenizer", "window")
+_ENV_NAMES = tuple(env_name(n) for n in _SETTINGS)
 # the key's settings part, for the settings and environment last asked about (a folder's files
 # share it: resolved once, not per file), and the real folders of the files asked about
 _last_settings: list[Any] = [None, None, {}]
@@ -182,7 +183,7 @@ _real_folders: dict[str, str] = {}
 
 
 def _settings_key(spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, Any]:
-    environ = tuple(os.environ.get(env_name(n)) for n in _SETTINGS)
+    environ = tuple(map(os.environ.get, _ENV_NAMES))
     asked = (spec.model, spec.tokenizer, spec.window, fmt, skip_invalid, environ)
     known, config, key = _last_settings
     if known == asked and config is spec.config:  # (a config is frozen: the same one says the same)
