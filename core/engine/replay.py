@@ -155,26 +155,29 @@ def replay(
     marks = {c.before_request for c in est.replay.compactions}
     rows: list[Row] = []
     segment = -1
+    threshold, window = policy.threshold, policy.window
     for q in est.requests:
         if q.segment != segment:
             if segment != -1:
                 cal.reset()
             segment = q.segment
-        d = decide(cal, policy, q.estimate, server_tools=q.server_tools)
+        # ``decide``'s numbers, without a Decision made for each of a long session's requests
+        first = not cal.history
+        p = cal.predict(q.estimate, q.server_tools)
         rows.append(
             Row(
                 index=q.index,
                 estimate=q.estimate,
-                calibrated=d.predicted,
+                calibrated=p.tokens,
                 real=q.real,
                 real_source=q.real_source,
-                threshold=d.threshold,
-                window=d.window,
-                decision="compact" if d.due else "ok",
-                first_in_segment=d.first_in_segment,
+                threshold=threshold,
+                window=window,
+                decision="compact" if policy.due(p.tokens) else "ok",
+                first_in_segment=first,
                 segment=q.segment,
-                factor=d.factor,
-                basis=d.basis,
+                factor=p.factor,
+                basis=p.basis,
                 recorded_compaction=q.index in marks,
                 model_window=est.model.window,
                 server_tool_calls=q.server_tools_after - q.server_tools,
