@@ -310,6 +310,19 @@ class CountStore:
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
+def default_store() -> CountStore:
+    """The store of the user's cache folder (as ``CountStore()``), made once per cache folder:
+    a folder's every file asks for it."""
+    folder = cache_dir()
+    if _default[0] is not folder:  # (``cache_dir`` gives the same Path while the environment is the same)
+        _default[:] = [folder, CountStore(folder / "counts")]
+    store: CountStore = _default[1]
+    return store
+
+
+_default: list[Any] = [None, None]
+
+
 def _canonical(value: Any) -> bytes:
     """``value`` as JSON, the same bytes for the same value (what an entry is named for)."""
     return orjson.dumps(value, default=str, option=_SORTED)

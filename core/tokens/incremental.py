@@ -45,7 +45,7 @@ from ctxfold.hashes import code_stamp
 from ctxfold.paths import cache_off
 from ctxfold.settings import env_name, setting
 from ctxfold.tokens.cacherun import WHOLE_KEPT, CachedRun
-from ctxfold.tokens.countstore import CountStore
+from ctxfold.tokens.countstore import CountStore, default_store
 from ctxfold.tokens.estimate import FileEstimate, Spec, estimate_file
 from ctxfold.tokens.filecheck import complete_end
 
@@ -94,7 +94,7 @@ def estimate_incremental(
     ``kept`` (the offset of the state written, else 0), ``answered`` (1 when the kept result
     was the answer, else 0) and ``checked`` (1 when the file's bytes were read to check it)."""
     spec = Spec(model, tokenizer, window, config or Config())
-    store = store or CountStore()
+    store = store or default_store()
     key = cache_key(path, spec, fmt, skip_invalid)
     notes: list[str] = []
     run = CachedRun(path, spec, fmt, skip_invalid, on_progress)
@@ -151,7 +151,7 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
     get = settings.get
     spec = Spec(get("model"), get("tokenizer"), get("window"), get("config") or Config())
     fmt, skip_invalid = get("fmt"), bool(get("skip_invalid"))
-    store = store or CountStore()
+    store = store or default_store()
     off = cache_off()
     total = 0
     for path in paths:
