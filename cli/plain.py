@@ -48,7 +48,9 @@ def cells(text: str) -> int | None:
     wide = {c: cell_len(c) for c in set(text) if not c.isascii()}
     if any(w not in (1, 2) for w in wide.values()):
         return None
-    total = sum(wide.get(c, 1) for c in text)
+    # one cell a character, and one more for each wide one (counted by ``str.count``, not by a
+    # loop over a long preview's characters)
+    total = len(text) + sum(text.count(c) for c, w in wide.items() if w == 2)
     return total if total == cell_len(text) else None  # (no characters that join)
 
 
@@ -80,6 +82,8 @@ def wrap(text: str, room: int) -> list[str] | None:
     None when a word alone is longer than ``room`` (Rich folds it) or a character needs measuring."""
     if not one_cell(text):
         return None
+    if len(text) <= room:  # no word passes the edge
+        return [text.rstrip()]
     import re
 
     cuts, used = [], 0
