@@ -76,14 +76,15 @@ def line(text: str, room: int) -> str | None:
     return text + "\n" if len(text) <= room and one_cell(text) else None
 
 
-def wrap(text: str, room: int) -> list[str] | None:
+def wrap(text: str, room: int, *, keep_spaces: bool = False) -> list[str] | None:
     """``text`` in lines of at most ``room`` cells, cut where Rich's word wrap cuts it (before a
-    word, with the spaces after it, that would pass the edge), each without its trailing spaces;
-    None when a word alone is longer than ``room`` (Rich folds it) or a character needs measuring."""
+    word, with the spaces after it, that would pass the edge), each without its trailing spaces
+    (with ``keep_spaces``, as a printed ``Text`` keeps them: those past the edge cut off); a word
+    longer than ``room`` folded as Rich folds it. None when a character needs measuring."""
     if not one_cell(text):
         return None
     if len(text) <= room:  # no word passes the edge
-        return [text.rstrip()]
+        return [text if keep_spaces else text.rstrip()]
     import re
 
     cuts, used = [], 0
@@ -91,13 +92,24 @@ def wrap(text: str, room: int) -> list[str] | None:
         length = len(word.group().rstrip())
         if length <= room - used:
             used += len(word.group())
-        elif length > room:
-            return None
+        elif length > room:  # folded as Rich folds it: on a line of its own, ``room`` cells a line
+            start, whole = word.start(), word.group()
+            pieces = [whole[i : i + room] for i in range(0, len(whole), room)]
+            for i, piece in enumerate(pieces):
+                if start:
+                    cuts.append(start)
+                if i < len(pieces) - 1:
+                    start += len(piece)
+                else:
+                    used = len(piece)
         elif used and word.start():
             cuts.append(word.start())
             used = len(word.group())
     bounds = [0, *cuts, len(text)]
-    return [text[a:b].rstrip() for a, b in pairwise(bounds)]
+    lines = [text[a:b] for a, b in pairwise(bounds)]
+    if not keep_spaces:
+        return [x.rstrip() for x in lines]
+    return [x[:room] for x in lines]  # (only spaces pass the edge)
 
 
 def table(

@@ -100,6 +100,7 @@ def _estimate(
     width: int = 160,
     command: tuple[str, ...] = ("estimate",),
     terminal: bool = False,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str]:
     """``estimate PATH`` (or another ``command``) piped, or to a terminal that takes styles,
     through the fast paths or with Rich alone. PATH is given relative to the fixtures, so what
@@ -115,6 +116,8 @@ def _estimate(
         monkeypatch.delenv(name, raising=False)
     if terminal:
         monkeypatch.setenv("FORCE_COLOR", "1")
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
     if rich:
         _rich_only(monkeypatch)
     done = CliRunner().invoke(app, [*command, "--no-cache", "--no-profile", str(path.relative_to(FIXTURES))])
@@ -139,16 +142,18 @@ def test_a_piped_estimate_prints_what_rich_prints(width: int) -> None:
     assert len(built) >= len(BUNDLED) // 2, f"{len(built)} of {len(BUNDLED)} built without Rich"
 
 
+@pytest.mark.parametrize("width", [40, 60, 100])
 @pytest.mark.parametrize("command", [("estimate",), ("report",), ("report", "--explain")])
-def test_on_a_terminal_the_text_and_styles_are_rich_s(command: tuple[str, ...]) -> None:
-    """On a terminal (styles written), headings, facts and tables laid out without Rich's tables
-    carry the styles Rich gives them, escape for escape, for every bundled session."""
+def test_on_a_terminal_the_text_and_styles_are_rich_s(command: tuple[str, ...], width: int) -> None:
+    """On a terminal (styles written), headings (wrapped where they do not fit), facts and
+    tables laid out without Rich's tables carry the styles Rich gives them, escape for escape,
+    for every bundled session."""
     for path in BUNDLED:
         with pytest.MonkeyPatch.context() as m:
-            fast = _estimate(path, m, rich=False, width=100, command=command, terminal=True)
+            fast = _estimate(path, m, rich=False, width=width, command=command, terminal=True)
             styled = render.out.color_system is not None
         with pytest.MonkeyPatch.context() as m:
-            slow = _estimate(path, m, rich=True, width=100, command=command, terminal=True)
+            slow = _estimate(path, m, rich=True, width=width, command=command, terminal=True)
         assert fast == slow, path
         assert styled and (fast[0] != 0 or "\x1b[1m" in fast[1]), path
 
@@ -168,6 +173,37 @@ def test_a_piped_report_prints_what_rich_prints(width: int, command: tuple[str, 
             slow = _estimate(path, m, rich=True, width=width, command=command)
         assert fast == slow, path
     assert built >= len(BUNDLED) * 3  # (heading, facts, rows, blank line: per session)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"COLORTERM": "truecolor"}, {"TERM": "xterm-256color"}, {"TERM": "xterm"}, {"NO_COLOR": "1"}],
+    ids=lambda env: next(iter(env.items()))[1],
+)
+def test_on_a_terminal_styled_lines_are_written_with_rich_s_escapes(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A terminal's colour system (or NO_COLOR, which keeps bold and drops the cyan): the
+    headings and tables of every bundled session's ``estimate`` are written with the escapes
+    Rich gives their styles there, not printed through Rich, and the text is Rich's."""
+    for name in ("COLORTERM", "TERM"):
+        monkeypatch.delenv(name, raising=False)
+    written = 0
+    for path in BUNDLED:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(render, "write_plain", _counting(render.write_plain))
+            m.setattr(render, "_escape_codes", {})
+            fast = _estimate(path, m, rich=False, width=100, terminal=True, env=env)
+            written += render.write_plain.written  # type: ignore[attr-defined]
+            asked = dict(render._escape_codes)
+        with pytest.MonkeyPatch.context() as m:
+            slow = _estimate(path, m, rich=True, width=100, terminal=True, env=env)
+        assert fast == slow, path
+        if fast[0] == 0:
+            assert {style for _, style in asked} >= {"bold"}, path
+            assert all(v is not None for v in asked.values()), path
+            assert ("\x1b[36m" in fast[1]) == ("NO_COLOR" not in env and "cyan" in str(asked)), path
+    assert written >= len(BUNDLED) * 3
 
 
 def _counting(write: Any) -> Any:
@@ -253,6 +289,8 @@ def test_plain_wrap_cuts_where_rich_cuts(text: str, room: int) -> None:
     from rich.text import Text
 
     lines = plain.wrap(text, room)
-    if lines is not None:
+    if lines is not None:  # (a word longer than the room is folded: the alphabet has few spaces)
         console = Console(file=io.StringIO(), width=200)
-        assert lines == [str(line).rstrip() for line in Text(text).wrap(console, room, overflow="fold")]
+        wrapped = [str(line) for line in Text(text).wrap(console, room, overflow="fold")]
+        assert lines == [line.rstrip() for line in wrapped]
+        assert plain.wrap(text, room, keep_spaces=True) == wrapped  # as a printed Text keeps them
