@@ -291,7 +291,9 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
 def _rows_table(rep: Report, all_rows: bool) -> None:
     rows = rep.rows
     if not rows:
-        render.out.print(Text("  no model request in this transcript"))
+        said = "  no model request in this transcript"
+        if not render.write_plain(plain.line(said, render.plain_width() or render.out.width)):
+            render.out.print(Text(said))
         return
     harness = {f.request for f in rep.trigger.fires} if rep.trigger else set()
     harness_note = f"{rep.trigger.trigger.name()} compacts" if rep.trigger else ""
