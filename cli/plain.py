@@ -41,6 +41,15 @@ def cells(text: str) -> int | None:
     an emoji with a variation selector, a control character: Rich measures those)."""
     if text.isascii():
         return len(text) if text.isprintable() else None
+    if text in _measured_cells:  # a preview is measured to lay out, to cut and to print
+        return _measured_cells[text]
+    if len(_measured_cells) > 4096:
+        _measured_cells.clear()
+    _measured_cells[text] = n = _cells(text)
+    return n
+
+
+def _cells(text: str) -> int | None:
     if not text.isprintable():
         return None
     from rich.cells import cell_len  # Rich's measure alone: no console, no styles
@@ -52,6 +61,9 @@ def cells(text: str) -> int | None:
     # loop over a long preview's characters)
     total = len(text) + sum(text.count(c) for c, w in wide.items() if w == 2)
     return total if total == cell_len(text) else None  # (no characters that join)
+
+
+_measured_cells: dict[str, int | None] = {}
 
 
 def one_cell(text: str) -> bool:

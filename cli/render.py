@@ -33,6 +33,7 @@ class _LazyConsole:
     def __init__(self, **options: Any) -> None:
         self._options = options
         self._console: Console | None = None
+        self._plain_width: int | bool | None = False  # ``plain_width``'s, once asked (False: not yet)
 
     @property
     def made(self) -> bool:
@@ -172,7 +173,9 @@ def plain_width() -> int | None:
     (a terminal, a width Rich finds itself, or a test's console, which takes what Rich prints)."""
     if not isinstance(out, _LazyConsole):
         return None
-    return plain.width(out._options.get("width"))
+    if out._plain_width is False:  # (worked out once a console: a folder's files each ask often)
+        out._plain_width = plain.width(out._options.get("width"))
+    return out._plain_width
 
 
 def write_plain(text: str | None) -> bool:
