@@ -34,6 +34,7 @@ class _LazyConsole:
         self._options = options
         self._console: Console | None = None
         self._plain_width: int | bool | None = False  # ``plain_width``'s, once asked (False: not yet)
+        self._width: int | None = None
 
     @property
     def made(self) -> bool:
@@ -46,6 +47,14 @@ class _LazyConsole:
 
             self._console = Console(**self._options)
         return self._console
+
+    @property
+    def width(self) -> int:
+        """The console's width, found once: Rich works it out again at every ask (the terminal's
+        size, the environment), and a folder's files ask thousands of times."""
+        if self._width is None:
+            self._width = self.real.width
+        return self._width
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
