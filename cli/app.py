@@ -291,9 +291,11 @@ def report(
             }
         )
     else:
-        from ctxfold.cli import render_report, render_usage  # Rich: loaded once the files are read
+        from ctxfold.cli import render_report  # loaded once the files are read
 
         if by and reports:
+            from ctxfold.cli import render_usage
+
             render_usage.by([r.estimate for r in reports], by)
         elif brief and reports:
             render_report.brief(reports)

@@ -88,7 +88,7 @@ def _estimate_rich(r: FileEstimate, facts: list[tuple[str, str]], parts: list[tu
         render.out.print(big, crop=False)
         if not cut:
             print_facts([("", "message previews left out at this width; --json has them")], key_width=0)
-    render.out.print()
+    render.blank()
 
 
 def _largest_layout(

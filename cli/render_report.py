@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
-from rich.table import Table
-from rich.text import Text
 
 from ctxfold.cli import plain, render, render_cost
 from ctxfold.cli.render import num, print_facts, warn
@@ -98,7 +96,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             elif sim["compactions"]:
                 facts.append(("", _simulated_sent(sim, s["prompt_tokens_total"])))
                 facts.extend(("", line) for line in [render_cost.simulated(s["cost"])] if line)
-        if render.out.is_terminal and rep.rows:
+        if rep.rows and render.plain_width() is None and render.out.is_terminal:  # (piped: no Rich)
             cells = min(60, max(10, render.out.width - 15))
             line = sparkline([r.calibrated for r in rep.rows], pol.window, cells)
             share = pol.threshold / pol.window
@@ -106,10 +104,10 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         print_facts(facts)
         _rows_table(rep, all_rows)
         if explain:
-            render.out.print(Text("  the last decision, step by step:", style="bold"))
+            render.heading("  the last decision, step by step:")
             print_facts(explain_lines(rep), indent=4, key_width=15)
         if plot:
-            render.out.print(Text(f"  plot written to {plot}"))
+            print_facts([("", f"plot written to {plot}")], key_width=0)
         render.blank()
     if len(reports) > 1:
         report_totals(reports, sums)
@@ -196,7 +194,7 @@ def brief(reports: Sequence[Report]) -> None:
     paths = [rep.estimate.path for rep in reports]
     under = _common_folder(paths)
     if under:
-        render.out.print(Text.assemble(("files under ", "bold"), (under, "bold")))
+        render.heading(f"files under {under}")
     sums = []
     for rep in reports:
         for w in rep.estimate.warnings:
@@ -238,7 +236,7 @@ def brief(reports: Sequence[Report]) -> None:
         done = {key for key, _ in steps[:i]}
         levels.append((columns(done), "at this width: " + "; ".join(why for _, why in steps[:i])))
     print_fitted(levels)
-    render.out.print()
+    render.blank()
     report_totals(reports, sums)
 
 
@@ -266,7 +264,7 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
     from ctxfold.engine.report_doc import totals
 
     t = totals(reports, sums)
-    render.out.print(Text("1 file" if t["files"] == 1 else f"all {t['files']} files", style="bold"))
+    render.heading("1 file" if t["files"] == 1 else f"all {t['files']} files")
     facts = [
         ("requests", f"{t['requests']:,} ({t['requests_with_real']:,} with real counts)"),
         ("fires in", f"{t['files_that_fire']} file(s)   overflows in {t['files_that_overflow']} file(s)"),
@@ -291,9 +289,7 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
 def _rows_table(rep: Report, all_rows: bool) -> None:
     rows = rep.rows
     if not rows:
-        said = "  no model request in this transcript"
-        if not render.write_plain(plain.line(said, render.plain_width() or render.out.width)):
-            render.out.print(Text(said))
+        print_facts([("", "no model request in this transcript")], key_width=0)
         return
     harness = {f.request for f in rep.trigger.fires} if rep.trigger else set()
     harness_note = f"{rep.trigger.trigger.name()} compacts" if rep.trigger else ""
@@ -395,6 +391,9 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
 
 
 def _print_table(chosen: Sequence[Col], need: int, width: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(show_edge=False, pad_edge=False, box=None, width=need if need > width else None)
     for c in chosen:
         t.add_column(c.name, justify=c.justify, no_wrap=not c.wrap, overflow="fold", min_width=c.need())

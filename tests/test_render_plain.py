@@ -260,16 +260,22 @@ def test_piped_files_after_one_rich_printed_are_built_too(
     assert "結帳總額" in outputs[0][1] and "…" in outputs[0][1]
 
 
-def test_a_piped_estimate_loads_no_rich_console(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["estimate"], ["report"], ["report", "--brief"]])
+def test_a_piped_estimate_or_report_loads_no_rich_console(tmp_path: Path, command: list[str]) -> None:
     """Piped, a session whose output needs no measuring prints without Rich's console and tables
-    (its measure of a character's width, ``rich.cells``, is all it may load)."""
+    (its measure of a character's width, ``rich.cells``, is all it may load); a report too, of
+    one file or, briefly, of two."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     path = FIXTURES / "anthropic" / "requests.jsonl"  # lines that fit, one-cell characters
+    paths = [
+        str(path),
+        *([str(FIXTURES / "ctxfold" / "coding-session.jsonl")] if "--brief" in command else []),
+    ]
 
     def imported(**extra: str) -> set[str]:
         run = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "ctxfold", "estimate", "--no-profile", str(path)],
+            [sys.executable, "-X", "importtime", "-m", "ctxfold", *command, "--no-profile", *paths],
             env={**env, **extra}, capture_output=True, text=True, check=True,
         )  # fmt: skip
         return {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if "import time:" in line}
