@@ -432,3 +432,42 @@ def test_the_tasks_take_every_file_once_in_order_smaller_at_the_end(n: int, chun
     assert sizes == sorted(sizes, reverse=True)
     if n > 2 * workers:
         assert sizes[-1] == 1
+
+
+def test_a_folder_names_the_files_pathlib_s_rglob_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder's logs are found by ``os.scandir``, and named and chosen as ``Path.rglob`` would
+    find them: hidden folders too, linked files but not linked folders, no folder named like a
+    log, no broken link, whatever the folder's argument looks like."""
+    from ctxfold.cli.inputs import _is_log, _paths
+
+    log = b'{"type":"user"}\n'
+    chat = b'{"sessionId": "s", "projectHash": "p", "messages": []}'
+    tree = {
+        "a.jsonl": log,
+        "sub/b.jsonl": log,
+        "sub/.hidden/c.jsonl": log,
+        "sub/deep/er/d.jsonl": log,
+        "sub/chat.json": chat,
+        "sub/package.json": b'{"name": "x"}',
+        "sub/e.jsonl.bak": log,
+        "sub/f.ctxfold.json": chat,
+        "sub/.jsonl": log,
+        "other/g.jsonl": log,
+    }
+    root = tmp_path / "logs"
+    for name, data in tree.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    (root / "dir.json").mkdir()
+    (root / "linked").symlink_to(root / "other", target_is_directory=True)
+    (root / "sub" / "link.jsonl").symlink_to(root / "a.jsonl")
+    (root / "sub" / "broken.jsonl").symlink_to(root / "missing.jsonl")
+    monkeypatch.chdir(tmp_path)
+    for arg in ["logs", "logs/", "./logs", "logs/sub/..", str(root), "logs/sub"]:
+        want = sorted(str(f) for f in Path(arg).rglob("*.json*") if f.is_file() and _is_log(f))
+        assert _paths(arg) == want, arg
+    monkeypatch.chdir(root)
+    assert _paths(".") == sorted(str(f) for f in Path(".").rglob("*.json*") if f.is_file() and _is_log(f))
+    assert "a.jsonl" in _paths(".") and "linked/g.jsonl" not in _paths(".")
