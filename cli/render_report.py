@@ -200,7 +200,7 @@ def brief(reports: Sequence[Report]) -> None:
         for w in rep.estimate.warnings:
             warn(f"{rep.estimate.path}: {w}")
         sums.append(summary(rep))
-    files = [os.path.relpath(rep.estimate.path, under) if under else rep.estimate.path for rep in reports]
+    files = _relative([rep.estimate.path for rep in reports], under) if under else paths
     fires = ["never" if s["first_fire"] is None else f"#{s['first_fire']['request']}" for s in sums]
     p90 = ["—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%" for s in sums]
     late, over = [str(s["late"]) for s in sums], [str(s["overflows"]) for s in sums]
@@ -247,6 +247,16 @@ def _short(n: int) -> str:
     if n < 999_950:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.1f}M"
+
+
+def _relative(paths: Sequence[str], under: str) -> list[str]:
+    """``os.path.relpath(p, under)`` of each path, without working out ``under`` again for each."""
+    base = os.path.abspath(under) + os.sep
+    out = []
+    for p in paths:
+        a = os.path.abspath(p)
+        out.append(a[len(base) :] if a.startswith(base) else os.path.relpath(p, under))
+    return out
 
 
 def _common_folder(paths: Sequence[str]) -> str | None:
