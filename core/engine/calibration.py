@@ -179,19 +179,23 @@ class _Base:
     server: list[int] = field(default_factory=list)
     per_call: list[int] = field(default_factory=list)  # real tokens each server call added, as seen
     smallest: int | None = None  # kept across compactions: it is the session's
-    # the steps between the points, kept as points come and go once a slope is asked for (a
-    # replay asks at every request of a long session: 12,900 times for a 200 MB one; an estimate
-    # once, at the end), and the (changes, points, server counts) they were kept for: points
-    # changed elsewhere are stepped afresh
+    # the steps between the points, kept as points come and go while a slope is asked for
+    # between them (a replay asks at every request of a long session: 12,900 times for a 200 MB
+    # one; an estimate once, at the end), and the (changes, points, server counts) they were
+    # kept for: points changed elsewhere are stepped afresh
     _steps: _Steps = field(default_factory=_Steps, init=False, repr=False, compare=False)
     _changes: int = field(default=0, init=False, repr=False, compare=False)
     _kept_for: tuple[int, int, int] = field(default=(-1, 0, 0), init=False, repr=False, compare=False)
+    _asked: bool = field(default=False, init=False, repr=False, compare=False)
 
     def observe(self, estimate: int, real: int, server_tools: int = 0) -> None:
         if self.history and len(self.server) == len(self.history) and server_tools > self.server[-1]:
             self._learn_call(estimate, real, server_tools)
         h, s = self.history, self.server
-        kept = self._kept_for[0] == self._changes and self._kept()
+        # kept up to date only between asks (a replay's predict, observe, predict...): a run of
+        # observations with no slope asked for (an estimate's) steps afresh when one is
+        kept = self._asked and self._kept_for[0] == self._changes and self._kept()
+        self._asked = False
         h.append((estimate, real))
         s.append(server_tools)
         self._changes += 1
@@ -218,6 +222,7 @@ class _Base:
     def session_slope(self) -> float | None:
         """``slope(self.history, self.server)``, from the steps kept."""
         h, s = self.history, self.server
+        self._asked = True
         if not self._kept():
             self._steps = _Steps.of(h, s)
             self._kept_for = (self._changes, len(h), len(s)) if len(h) == len(s) else (-1, 0, 0)
