@@ -464,18 +464,21 @@ def _slope_reference(points: list[tuple[int, int]], server: list[int]) -> float 
 
 @given(
     st.lists(
-        st.tuples(st.integers(0, 3_000), st.integers(-500, 4_000), st.sampled_from([0, 0, 0, 1])),
+        st.tuples(
+            st.integers(0, 3_000), st.integers(-500, 4_000), st.sampled_from([0, 0, 0, 1]), st.booleans()
+        ),
         min_size=34,
         max_size=100,
     ),
     st.dictionaries(st.integers(0, 99), st.sampled_from(["reset", "cleared", "restored"]), max_size=4),
 )
 def test_the_slope_kept_as_points_come_and_go_is_the_slope_of_the_points(
-    points: list[tuple[int, int, int]], others: dict[int, str]
+    points: list[tuple[int, int, int, bool]], others: dict[int, str]
 ) -> None:
-    """A calibrator keeps its steps as it observes (past 32 points the first two steps become
-    one) and steps afresh points changed from outside (a guard's reset, a failed fold putting
-    them back): at every moment its slope is the one worked out from the points."""
+    """A calibrator keeps its steps as it observes while asked for its slope in between (past
+    32 points the first two steps become one), and steps afresh points observed without an ask
+    or changed from outside (a guard's reset, a failed fold putting them back): whenever it is
+    asked, its slope is the one worked out from the points."""
     cal = GrowthCalibrator()
     e = r = k = 0
     saved: list[tuple[int, int]] = []
@@ -491,12 +494,24 @@ def test_the_slope_kept_as_points_come_and_go_is_the_slope_of_the_points(
         elif ev == "restored":
             cal.history[:] = saved  # as a failed fold does
         else:
-            de, dr, dk = ev
+            de, dr, dk, ask = ev
             e, r, k = e + de, max(0, r + dr), k + dk
             cal.observe(e, r, k)
+            if not ask:
+                continue
         want = _slope_reference(cal.history, cal.server)
         assert cal.session_slope() == want
         assert slope(cal.history, cal.server) == want
+
+
+def test_a_request_counted_empty_and_billed_nothing_is_no_ratio() -> None:
+    """A point of no tokens either way (estimate 0, real 0) reads no tokenizer ratio off itself:
+    it divided by zero, predicting and at a compaction."""
+    cal = GrowthCalibrator(Prior(100, 1.2))
+    cal.observe(0, 0)
+    assert cal.predict(1_000).tokens == 1_200
+    cal.reset()
+    assert cal.prior.ratio == 1.2
 
 
 def test_after_a_compaction_the_prior_runs_through_the_first_and_latest_counts() -> None:

@@ -105,8 +105,13 @@ class _Steps:
     def of(cls, points: Sequence[tuple[int, int]], server: Sequence[int]) -> _Steps:
         calls = list(server) if len(server) == len(points) else [0] * len(points)
         out = cls()
-        for i in range(len(points) - 1):
-            out.add(points[i], points[i + 1], calls[i], calls[i + 1])
+        out.steps = steps = [
+            (points[i + 1][0] - points[i][0], points[i + 1][1] - points[i][1], calls[i] == calls[i + 1])
+            for i in range(len(points) - 1)
+        ]
+        out.ratios = sorted(dr / de for de, dr, clean in steps if clean and de >= SLOPE_MIN_STEP)
+        out.grown = sum(de for de, _, clean in steps if clean)
+        out.gained = sum(dr for _, dr, clean in steps if clean)
         return out
 
     def add(self, p0: tuple[int, int], p1: tuple[int, int], k0: int, k1: int, at: int | None = None) -> None:
@@ -179,45 +184,48 @@ class _Base:
     server: list[int] = field(default_factory=list)
     per_call: list[int] = field(default_factory=list)  # real tokens each server call added, as seen
     smallest: int | None = None  # kept across compactions: it is the session's
-    # the steps between the points, kept as points come and go while a slope is asked for
-    # between them (a replay asks at every request of a long session: 12,900 times for a 200 MB
-    # one; an estimate once, at the end), and the (changes, points, server counts) they were
-    # kept for: points changed elsewhere are stepped afresh
+    # the steps between the points, and copies of the points and server counts they are the
+    # steps of (the lists are public: points changed elsewhere are stepped afresh), kept as points
+    # come and go while a slope is asked for between them (a replay asks at every request of a
+    # long session: 12,900 times for a 200 MB one; an estimate once, at the end)
     _steps: _Steps = field(default_factory=_Steps, init=False, repr=False, compare=False)
-    _changes: int = field(default=0, init=False, repr=False, compare=False)
-    _kept_for: tuple[int, int, int] = field(default=(-1, 0, 0), init=False, repr=False, compare=False)
+    _stepped: tuple[list[tuple[int, int]], list[int]] = field(
+        default=([(-1, -1)], []), init=False, repr=False, compare=False
+    )
     _asked: bool = field(default=False, init=False, repr=False, compare=False)
 
     def observe(self, estimate: int, real: int, server_tools: int = 0) -> None:
-        if self.history and len(self.server) == len(self.history) and server_tools > self.server[-1]:
-            self._learn_call(estimate, real, server_tools)
         h, s = self.history, self.server
-        # kept up to date only between asks (a replay's predict, observe, predict...): a run of
-        # observations with no slope asked for (an estimate's) steps afresh when one is
-        kept = self._asked and self._kept_for[0] == self._changes and self._kept()
+        if h and len(s) == len(h) and server_tools > s[-1]:
+            self._learn_call(estimate, real, server_tools)
+        # kept up to date only between asks (a replay's predict, observe, predict...); after a
+        # run of observations with no slope asked for (an estimate's), stepped afresh at the ask
+        kept = self._asked and self._kept()
         self._asked = False
         h.append((estimate, real))
         s.append(server_tools)
-        self._changes += 1
         if kept:
+            points, calls = self._stepped
+            points.append(h[-1])
+            calls.append(server_tools)
             steps = self._steps
-            if len(h) > 1:
-                steps.add(h[-2], h[-1], s[-2], s[-1])
+            steps.add(h[-2], h[-1], s[-2], s[-1])
             if len(h) > HISTORY_KEEP:
                 steps.drop_first()  # the first two steps become one
                 steps.drop_first()
                 steps.add(h[0], h[2], s[0], s[2], at=0)
+                del points[1]
+                del calls[1]
         if len(h) > HISTORY_KEEP:
             del h[1]
             del s[1]
-        if kept:
-            self._kept_for = (self._changes, len(h), len(s))
         self.smallest = real if self.smallest is None else min(self.smallest, real)
 
     def _kept(self) -> bool:
-        """Whether ``_steps`` are the steps of the points as they are (kept only for as many
-        points as server counts: ``slope`` reads no server counts otherwise)."""
-        return self._kept_for == (self._changes, len(self.history), len(self.server))
+        """Whether ``_steps`` are the steps of the points as they are (with a server count for
+        each point: ``slope`` reads none otherwise)."""
+        points, calls = self._stepped
+        return bool(points) and points == self.history and calls == self.server
 
     def session_slope(self) -> float | None:
         """``slope(self.history, self.server)``, from the steps kept."""
@@ -225,7 +233,7 @@ class _Base:
         self._asked = True
         if not self._kept():
             self._steps = _Steps.of(h, s)
-            self._kept_for = (self._changes, len(h), len(s)) if len(h) == len(s) else (-1, 0, 0)
+            self._stepped = (list(h), list(s)) if len(h) == len(s) else ([(-1, -1)], [])
         return self._steps.slope(h)
 
     def _learn_call(self, estimate: int, real: int, calls: int) -> None:
@@ -244,7 +252,6 @@ class _Base:
     def reset(self) -> None:
         self.history.clear()
         self.server.clear()
-        self._changes += 1  # stepped again when a slope is asked for: a replay asks at every request
 
 
 @dataclass
@@ -296,7 +303,7 @@ class GrowthCalibrator(_Base):
         session = self.session_slope()
         if session is not None:
             return session, "session slope"
-        if self.history and self.history[-1][0] >= VISIBLE_SHARE * self.history[-1][1]:
+        if self.history and 0 < self.history[-1][0] >= VISIBLE_SHARE * self.history[-1][1]:
             e, r = self.history[-1]
             point = min(MAX_RATIO, (r - self.prior.overhead) / e)
             if point > self.prior.ratio:
