@@ -200,7 +200,7 @@ def brief(reports: Sequence[Report]) -> None:
         for w in rep.estimate.warnings:
             warn(f"{rep.estimate.path}: {w}")
         sums.append(summary(rep))
-    files = _relative([rep.estimate.path for rep in reports], under) if under else paths
+    files = _relative(paths, under) if under else paths
     fires = ["never" if s["first_fire"] is None else f"#{s['first_fire']['request']}" for s in sums]
     p90 = ["—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%" for s in sums]
     late, over = [str(s["late"]) for s in sums], [str(s["overflows"]) for s in sums]

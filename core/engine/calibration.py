@@ -190,7 +190,7 @@ class _Base:
     # long session: 12,900 times for a 200 MB one; an estimate once, at the end)
     _steps: _Steps = field(default_factory=_Steps, init=False, repr=False, compare=False)
     _stepped: tuple[list[tuple[int, int]], list[int]] = field(
-        default=([(-1, -1)], []), init=False, repr=False, compare=False
+        default_factory=lambda: ([], []), init=False, repr=False, compare=False
     )
     _asked: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -223,7 +223,7 @@ class _Base:
 
     def _kept(self) -> bool:
         """Whether ``_steps`` are the steps of the points as they are (with a server count for
-        each point: ``slope`` reads none otherwise)."""
+        each point: ``slope`` reads none otherwise), and there are points to step on from."""
         points, calls = self._stepped
         return bool(points) and points == self.history and calls == self.server
 
@@ -233,7 +233,7 @@ class _Base:
         self._asked = True
         if not self._kept():
             self._steps = _Steps.of(h, s)
-            self._stepped = (list(h), list(s)) if len(h) == len(s) else ([(-1, -1)], [])
+            self._stepped = (list(h), list(s)) if len(h) == len(s) else ([], [])
         return self._steps.slope(h)
 
     def _learn_call(self, estimate: int, real: int, calls: int) -> None:
