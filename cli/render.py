@@ -211,13 +211,10 @@ def heading(bold: str, rest: str = "") -> None:
     wraps it (a long path, then the rest on the next line), built by ``plain`` when nothing in
     it needs measuring, with the escapes Rich writes on a terminal."""
     width = plain_width()
+    room = out.width if width is None else width
     text = bold + rest
-    line = plain.line(text, out.width if width is None else width)
-    lines = (
-        [text]
-        if line is not None
-        else plain.wrap(text, out.width if width is None else width, keep_spaces=True)
-    )
+    line = plain.line(text, room)
+    lines = [text] if line is not None else plain.wrap(text, room, keep_spaces=True)
     if lines is not None:
         if width is not None:
             built: str | None = "".join(f"{x}\n" for x in lines)

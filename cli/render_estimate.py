@@ -61,7 +61,7 @@ def _estimate_rich(r: FileEstimate, facts: list[tuple[str, str]], parts: list[tu
     from rich.table import Table
     from rich.text import Text
 
-    render.out.print(Text.assemble((r.path, "bold"), f"  ({r.format})"))
+    heading(r.path, f"  ({r.format})")
     print_facts(facts)
     table = Table(title=None, show_edge=False, pad_edge=False, box=None)
     table.add_column("part", style=PART_STYLES[0])

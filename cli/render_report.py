@@ -192,7 +192,8 @@ def brief(reports: Sequence[Report]) -> None:
     from ctxfold.engine.report_doc import summary
 
     paths = [rep.estimate.path for rep in reports]
-    under = _common_folder(paths)
+    absolute = [os.path.abspath(p) for p in paths]
+    under = _common_folder(paths, absolute)
     if under:
         render.heading(f"files under {under}")
     sums = []
@@ -200,7 +201,7 @@ def brief(reports: Sequence[Report]) -> None:
         for w in rep.estimate.warnings:
             warn(f"{rep.estimate.path}: {w}")
         sums.append(summary(rep))
-    files = _relative(paths, under) if under else paths
+    files = _relative(paths, absolute, under) if under else paths
     fires = ["never" if s["first_fire"] is None else f"#{s['first_fire']['request']}" for s in sums]
     p90 = ["—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%" for s in sums]
     late, over = [str(s["late"]) for s in sums], [str(s["overflows"]) for s in sums]
@@ -249,21 +250,22 @@ def _short(n: int) -> str:
     return f"{n / 1_000_000:.1f}M"
 
 
-def _relative(paths: Sequence[str], under: str) -> list[str]:
-    """``os.path.relpath(p, under)`` of each path, without working out ``under`` again for each."""
+def _relative(paths: Sequence[str], absolute: Sequence[str], under: str) -> list[str]:
+    """``os.path.relpath(p, under)`` of each path (``absolute``: their absolute paths), without
+    working out ``under``'s again for each."""
     base = os.path.abspath(under) + os.sep
-    out = []
-    for p in paths:
-        a = os.path.abspath(p)
-        out.append(a[len(base) :] if a.startswith(base) else os.path.relpath(p, under))
-    return out
+    return [
+        a[len(base) :] if a.startswith(base) else os.path.relpath(p, under)
+        for p, a in zip(paths, absolute, strict=True)
+    ]
 
 
-def _common_folder(paths: Sequence[str]) -> str | None:
-    """The folder all the files are under, when there are several (and none is stdin)."""
+def _common_folder(paths: Sequence[str], absolute: Sequence[str]) -> str | None:
+    """The folder all the files are under (``absolute``: their absolute paths), when there are
+    several (and none is stdin)."""
     if len(paths) < 2 or "-" in paths:
         return None
-    folder = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
+    folder = os.path.commonpath([os.path.dirname(a) for a in absolute])
     if folder == os.path.sep:
         return None
     return min(os.path.relpath(folder), folder, key=len)

@@ -50,8 +50,12 @@ from ctxfold.tokens.estimate import FileEstimate, Spec, estimate_file
 from ctxfold.tokens.filecheck import complete_end
 
 
-def cache_enabled(path: str) -> bool:
-    return path != "-" and not cache_off() and os.path.isfile(path)
+def cache_enabled(path: str, st: os.stat_result | None = None) -> bool:
+    """Whether ``path`` is read with the count cache: a regular file (by ``st``, its ``stat``,
+    when the caller has it), not stdin, the cache not turned off."""
+    if path == "-" or cache_off():
+        return False
+    return os.path.isfile(path) if st is None else stat.S_ISREG(st.st_mode)
 
 
 def count_file(
@@ -152,7 +156,6 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
     spec = Spec(get("model"), get("tokenizer"), get("window"), get("config") or Config())
     fmt, skip_invalid = get("fmt"), bool(get("skip_invalid"))
     store = store or default_store()
-    off = cache_off()
     total = 0
     for path in paths:
         try:
@@ -160,8 +163,7 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
         except OSError:
             continue
         size = st.st_size
-        kept = path != "-" and not off and stat.S_ISREG(st.st_mode)  # (``cache_enabled``, one stat)
-        head = store.peek(cache_key(path, spec, fmt, skip_invalid)) if kept else None
+        head = store.peek(cache_key(path, spec, fmt, skip_invalid)) if cache_enabled(path, st) else None
         answer, offset = (head or {}).get("answer"), (head or {}).get("offset")
         if isinstance(answer, dict) and answer.get("size") == size:
             continue
