@@ -31,6 +31,7 @@ from ctxfold.engine.calibration import (
     median,
     split_first,
 )
+from ctxfold.engine.profile_index import Bucket, ProfileIndex
 from ctxfold.errors import ConfigError, OutputError
 from ctxfold.paths import profile_path
 from ctxfold.tokens.models import lookup
@@ -139,6 +140,7 @@ class Profiles:
         self.warnings: list[str] = []
         self.writable = True
         self.changed = False  # something was learned since the file was read: save() writes it
+        self._idx: ProfileIndex | None = None
         if self.path.is_dir():  # not ours to replace: learning stops until it is removed
             self.writable = False
             self.warnings.append(
@@ -207,23 +209,37 @@ class Profiles:
         project: str | None = None,
         provider: str | None = None,
     ) -> None:
+        """Keep what ``session`` of ``key`` showed (replacing what it showed before), the
+        oldest sessions of ``key`` forgotten past ``MAX_SESSIONS``. The table is changed
+        through here, so that the index of :meth:`prior` follows it."""
+        index = self._index()
         entry = self.profiles.setdefault(key, {"sessions": {}})
-        sessions: dict[str, Any] = entry["sessions"]
-        sessions.pop(session, None)
-        sessions[session] = {"overhead": obs.overhead, "ratio": obs.ratio}
-        self.changed = True
+        sessions: dict[str, Any] = entry.setdefault("sessions", {})
+        record: dict[str, Any] = {"overhead": obs.overhead, "ratio": obs.ratio}
         if obs.first_ratio is not None:
-            sessions[session]["first_ratio"] = obs.first_ratio
+            record["first_ratio"] = obs.first_ratio
         if provider is not None:
-            sessions[session]["provider"] = provider  # overhead and ratio are in its tokens
+            record["provider"] = provider  # overhead and ratio are in its tokens
         if project is not None:
-            sessions[session]["project"] = project
+            record["project"] = project
         if obs.family is not None:
-            sessions[session]["family"] = obs.family
+            record["family"] = obs.family
         if obs.server_tool is not None:
-            sessions[session]["server_tool"] = obs.server_tool
+            record["server_tool"] = obs.server_tool
+        index.changed(key, session, sessions.pop(session, None), record)
+        sessions[session] = record
+        self.changed = True
         while len(sessions) > MAX_SESSIONS:
-            sessions.pop(next(iter(sessions)))
+            oldest = next(iter(sessions))
+            index.changed(key, oldest, sessions.pop(oldest), None)
+        index.settled()
+
+    def _index(self) -> ProfileIndex:
+        """The index of the sessions learned, built again if the table was changed otherwise
+        than by :meth:`learn` (a key's sessions replaced)."""
+        if self._idx is None or not self._idx.fits(self.profiles):
+            self._idx = ProfileIndex(self.profiles)
+        return self._idx
 
     def prior(
         self,
@@ -250,47 +266,40 @@ class Profiles:
         (memory files, MCP servers, plugins) varies too much between users and harness
         generations for sessions of others to say more than the measurement."""
         fmt = key.split("|", 1)[0]
-        same_format = [k for k in self.profiles if k.startswith(fmt + "|")]
-
-        def sessions(keys: list[str]) -> list[dict[str, Any]]:
-            return [
-                v
-                for k in keys
-                for s, v in self.profiles.get(k, {}).get("sessions", {}).items()
-                # counts are in the provider's tokens: a format that carries any model (a request
-                # log, ctxfold's own) must not lend one provider's ratio to another's
-                if s != exclude and provider_of(k, v) in (provider, None)
-            ]
-
-        chosen: tuple[str, list[dict[str, Any]]] | None = None
-        here = [v for v in sessions(same_format) if project and v.get("project") == project]
-        if here:
-            chosen = (f"{fmt} in this project", here)
+        index = self._index()
+        in_format = index.bucket(("format", fmt, provider))
+        chosen: tuple[str, Bucket, int] | None = None
+        here = index.bucket(("project", fmt, provider, project)) if project else None
+        if here is not None and here.count(exclude):
+            chosen = (f"{fmt} in this project", here, here.count(exclude))
         else:
-            for scope, keys in ((key, [key]), (f"{fmt} (any {provider} model)", same_format)):
-                obs = sessions(keys)
-                if obs:
-                    chosen = (scope, obs)
-                    if len(obs) >= MIN_SESSIONS:
+            here = None
+            for scope, b in (
+                (key, index.bucket(("key", key, provider))),
+                (f"{fmt} (any {provider} model)", in_format),
+            ):
+                n = b.count(exclude)
+                if n:
+                    chosen = (scope, b, n)
+                    if n >= MIN_SESSIONS:
                         break
-        if chosen is None or (not here and len(chosen[1]) < MIN_SESSIONS and fmt in BUILTIN):
+        if chosen is None or (here is None and chosen[2] < MIN_SESSIONS and fmt in BUILTIN):
             # one or two sessions from elsewhere (a test fixture, a stray log) say less than the
             # shipped prior, the median of real sessions of the format
             return self._provider_prior(fmt, provider, exclude)
-        scope, obs = chosen
-        overhead = int(median(o["overhead"] for o in obs))
-        ratio = float(median(o["ratio"] for o in obs))
-        first = float(median(o.get("first_ratio", o["ratio"]) for o in obs))
-        source = f"profile {scope}, {len(obs)} session(s)"
-        if family is not None and not here:
-            peers = [v["overhead"] for v in sessions(same_format) if v.get("family") == family]
-            overhead = int(median(peers)) if len(peers) >= MIN_SESSIONS else 0
-            beyond = f"{len(peers)} of its generation" if len(peers) >= MIN_SESSIONS else "nothing beyond it"
+        scope, obs, n = chosen
+        overhead = int(obs.median("overhead", exclude))
+        ratio = float(obs.median("ratio", exclude))
+        first = float(obs.median("first", exclude))
+        source = f"profile {scope}, {n} session(s)"
+        if family is not None and here is None:
+            peers = index.bucket(("family", fmt, provider, family))
+            enough = peers.count(exclude) >= MIN_SESSIONS
+            overhead = int(peers.median("overhead", exclude)) if enough else 0
+            beyond = f"{peers.count(exclude)} of its generation" if enough else "nothing beyond it"
             source += f"; {beyond}"
-        searched = [
-            v["server_tool"] for v in sessions(same_format) if isinstance(v.get("server_tool"), (int, float))
-        ]
-        server = int(median(searched)) if searched else 0
+        searched = in_format.count(exclude, "server_tool")
+        server = int(in_format.median("server_tool", exclude)) if searched else 0
         return Prior(overhead, ratio, source, None if first == ratio else first, server)
 
     def _provider_prior(self, fmt: str, provider: str, exclude: str | None) -> Prior:
@@ -301,16 +310,12 @@ class Profiles:
         nor for "other" (models of unrelated tokenizers)."""
         if fmt in BUILTIN or provider in ("openai", "other"):
             return default_prior(fmt, provider)
-        ratios = [
-            v["ratio"]
-            for k, entry in self.profiles.items()
-            for s, v in entry.get("sessions", {}).items()
-            if s != exclude and provider_of(k, v) == provider
-        ]
-        if len(ratios) < MIN_SESSIONS:
+        ratios = self._index().bucket(("provider", provider))
+        n = ratios.count(exclude)
+        if n < MIN_SESSIONS:
             return default_prior(fmt, provider)
-        source = f"{provider} ratio of {len(ratios)} session(s) of other log formats"
-        return Prior(0, float(median(ratios)), source)
+        source = f"{provider} ratio of {n} session(s) of other log formats"
+        return Prior(0, float(ratios.median("ratio", exclude)), source)
 
     def save(self) -> None:
         """Write what was learned, once per run however many sessions it read: atomically, but
