@@ -122,12 +122,32 @@ class ProfileIndex:
 
     def changed(self, key: str, session: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         """Session ``session`` of ``key`` went from ``old`` to ``new`` (None: absent)."""
-        for scope, b in self.buckets.items():
-            test = self._test(scope)
-            if old is not None and test(key, old, self.provider(key, old)):
+        if old is not None:
+            for b in self._holding(key, old):
                 b.remove(session, values_of(old))
-            if new is not None and test(key, new, self.provider(key, new)):
+        if new is not None:
+            for b in self._holding(key, new):
                 b.add(session, values_of(new))
+
+    def _holding(self, key: str, v: dict[str, Any]) -> Iterator[Bucket]:
+        """The buckets made so far whose scope holds session ``v`` of ``key`` (as ``_test``
+        tells), looked up by the scopes it can be in, not by testing every bucket."""
+        provider = self.provider(key, v)
+        # a session of no known provider is in the scopes of every provider asked about
+        providers = [provider] if provider is not None else {s[2] for s in self.buckets if s[0] != "provider"}
+        fmt = key.split("|", 1)[0] if "|" in key else None
+        scopes: list[Scope] = [("provider", provider)] if provider is not None else []
+        for p in providers:
+            scopes.append(("key", key, p))
+            if fmt is not None:
+                scopes.append(("format", fmt, p))
+                scopes.extend(
+                    (kind, fmt, p, v[kind]) for kind in ("project", "family") if isinstance(v.get(kind), str)
+                )
+        for scope in scopes:
+            b = self.buckets.get(scope)
+            if b is not None:
+                yield b
 
     def settled(self) -> None:
         """The table's keys and sizes are as :meth:`changed` left them."""
