@@ -28,9 +28,11 @@ hour, to read the absolute times (start-up, the statusline) against other hours.
 Then a folder of small logs (``report --brief --no-profile``): wall time, the CPU time of the
 command and its workers, and their ratio (cpu/wall; ~2 when both cores work), next to one
 worker (``--jobs 1``) when the measured ctxfold has ``--jobs``, and as a second report over
-the same folder finds it (a private count cache filled by one run first). Then start-up: ``estimate`` of a
-tiny file and ``ctxfold --help`` (medians), next to ``python -c pass``, after one first run
-that may build the tokenizer's table in the (private) cache folder.
+the same folder finds it (a private count cache filled by one run first), also without
+``--no-profile`` (as a user runs it: the profile learned from the folder by one run first).
+Then start-up: ``estimate`` of a tiny file and ``ctxfold --help`` (medians), next to ``python
+-c pass``, after one first run that may build the tokenizer's table in the (private) cache
+folder.
 
 Then, when a ccusage is installed (``--ccusage PATH``, repeatable, else ``ccusage`` on ``PATH``;
 this script never installs it): a folder of Claude Code logs only, laid out as Claude Code
@@ -188,6 +190,10 @@ def folder(python: str, env: dict[str, str], files: int, kb: float, rounds: int,
     warm_env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-warm-")), count_cache=True)
     timed(base, warm_env)
     row["warm_wall"] = min(timed(base, warm_env)[0] for _ in range(rounds))
+    # and as a user runs it, with the profile learned (from this folder, by the first run)
+    learned = [x for x in base if x != "--no-profile"]
+    timed(learned, warm_env)
+    row["warm_profile_wall"] = min(timed(learned, warm_env)[0] for _ in range(rounds))
     return row
 
 
@@ -328,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if "serial_wall" in f:
         line += f"; --jobs 1: wall {f['serial_wall']:.2f} s (speed-up {f['serial_wall'] / f['wall']:.2f}x)"
-    print(line + f"; read before (count cache warm): wall {f['warm_wall']:.2f} s")
+    print(
+        line + f"; read before (count cache warm): wall {f['warm_wall']:.2f} s, with the profile "
+        f"learned from it (no --no-profile) {f['warm_profile_wall']:.2f} s"
+    )
 
     s = startup(args.python, env, runs)
     print(
