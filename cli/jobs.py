@@ -78,23 +78,30 @@ def read_files(
     progress: bool = True,
     preload: str | None = None,
     pending: Callable[[list[str]], int] | None = None,
+    known: dict[str, Any] | None = None,
 ) -> tuple[list[T], Failed]:
     """``finish(work(path))`` for every path of ``expand``, in order, on ``jobs`` processes.
     ``work`` takes ``on_progress`` (a byte bar for a large file read here); ``preload`` names
     the tokenizer whose engine is loaded first, for all the files' bytes (not each file's): the
     workers forked after it share it, and one process reading many files keeps the engine that
     suits them all. ``pending`` tells how many of those bytes are still to parse (the count
-    cache answers the rest): none, or few, and no engine is loaded for them."""
+    cache answers the rest): none, or few, and no engine is loaded for them. ``known``: what
+    ``work`` would give for some paths, found already (a report's memo): they are finished
+    with it, not read."""
     from ctxfold.cli import render
 
     paths = expanded[0]
-    to_read = (pending(paths) if pending else total_size(paths)) if len(paths) > 1 else None
-    n = jobs_for(jobs, paths, to_read)
+    known = known or {}
+    unread = [p for p in paths if p not in known] if known else paths
+    to_read = (pending(unread) if pending else total_size(unread)) if len(paths) > 1 else None
+    n = jobs_for(jobs, unread, to_read)
     if preload and to_read is not None:
         _load_engine(preload, to_read, now=n > 1)
     if n <= 1:
 
         def read(path: str) -> T:
+            if path in known:
+                return finish(known[path])
             with render.progress(path, enabled=progress) as on_progress:
                 return finish(work(path, on_progress=on_progress))
 
@@ -121,7 +128,7 @@ def read_files(
                 failed.append({"path": path, "error": internal_error(err)})
 
     with render.files_progress(len(paths), enabled=progress) as advance:
-        _run_all(paths, work, n, advance, take)
+        _run_all(paths, work, n, advance, take, known)
     return results, failed
 
 
@@ -146,21 +153,26 @@ def _run_all(
     jobs: int,
     advance: Callable[[], None],
     ready: Callable[[list[Any]], None],
+    known: dict[str, Any],
 ) -> None:
     """Every path's ``("ok", result)`` or ``("error", one line)``, given to ``ready`` in the
-    list of outcomes (None: not in yet) each time more are in, the last time complete.
+    list of outcomes (None: not in yet) each time more are in, the last time complete; those
+    of ``known`` paths from there.
 
     Small files go in chunks (a task's round trip between processes costs about what a small
     log does). A worker that dies breaks the pool: the files it left are read again file by
     file in a new pool, and those that break that one too each in a process of its own, so
     only the file that kills its worker is lost."""
-    outcomes: list[Any] = [None] * len(paths)
-    todo = list(range(len(paths)))
-    size = max(1, min(CHUNK, len(paths) // (jobs * TASKS_PER_WORKER)))
+    outcomes: list[Any] = [("ok", known[p]) if p in known else None for p in paths]
+    todo = [i for i, p in enumerate(paths) if p not in known]
+    for _ in range(len(paths) - len(todo)):
+        advance()
+    ready(outcomes)
+    size = max(1, min(CHUNK, len(todo) // (jobs * TASKS_PER_WORKER)))
     for workers, chunk in ((jobs, size), (jobs, 1)):
-        todo = _round(paths, todo, work, workers, chunk, outcomes, advance, ready)
         if not todo:
             return
+        todo = _round(paths, todo, work, workers, chunk, outcomes, advance, ready)
     for i in todo:
         if _round(paths, [i], work, 1, 1, outcomes, advance, ready):
             outcomes[i] = ("error", f"{paths[i]}: the worker process reading it died")

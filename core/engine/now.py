@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from ctxfold.config import Config
 from ctxfold.engine.calibration import DEFAULT_CALIBRATOR, Calibrator, Prediction, Prior, make_calibrator
 from ctxfold.engine.profile import (
+    Observation,
     Profiles,
     default_prior,
     key_for,
@@ -64,15 +65,25 @@ def prior_for(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool =
     """What is known of a session before its first real count: the measured prompt of the
     harness version that wrote it, plus what the learned profile of its source and model
     (without the session itself when ``leave_out``), else the shipped default, adds to it."""
+    return with_prompt(base_prior(est, profiles, leave_out=leave_out), est.harness_prompt)
+
+
+def base_prior(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool = False) -> Prior:
+    """:func:`prior_for` before the measured prompt is added: the profile's answer to
+    :func:`profile_question` (or the shipped default)."""
     if profiles is None:
-        base = default_prior(source_of(est.format, est.replay.agent), est.model.provider)
-    else:
-        exclude = _session(est) if leave_out else None
-        family = est.harness_prompt.family if est.harness_prompt else None
-        base = profiles.prior(
-            _key(est), est.model.provider, exclude=exclude, project=_project(est), family=family
-        )
-    return with_prompt(base, est.harness_prompt)
+        return default_prior(source_of(est.format, est.replay.agent), est.model.provider)
+    key, provider, session, project, family = profile_question(est)
+    return profiles.prior(
+        key, provider, exclude=session if leave_out else None, project=project, family=family
+    )
+
+
+def profile_question(est: FileEstimate) -> tuple[str, str, str, str | None, str | None]:
+    """What the profile is asked about a session: its key, provider, session, project and
+    harness prompt family (``Profiles.prior``'s arguments)."""
+    family = est.harness_prompt.family if est.harness_prompt else None
+    return _key(est), est.model.provider, _session(est), _project(est), family
 
 
 def with_prompt(prior: Prior, prompt: HarnessPrompt | None) -> Prior:
@@ -88,17 +99,24 @@ def with_prompt(prior: Prior, prompt: HarnessPrompt | None) -> Prior:
 
 
 def learn_from(profiles: Profiles, est: FileEstimate) -> None:
-    """Add one session to the profile (o200k estimates only: the profile is in o200k units);
-    the caller saves it once its run has read every file.
+    """Add one session to the profile; the caller saves it once its run has read every file."""
+    taught = lesson(est)
+    if taught is not None:
+        profiles.learn(*taught)
 
-    Only under the model that made the counts: not when ``--model`` overrides the log's model
-    or a model is merely assumed (settings, the harness's provider)."""
+
+def lesson(est: FileEstimate) -> tuple[str, str, Observation, str | None, str] | None:
+    """What one session teaches the profile (``Profiles.learn``'s arguments), or None. Only
+    o200k estimates (the profile is in o200k units), and only under the model that made the
+    counts: not when ``--model`` overrides the log's model or a model is merely assumed
+    (settings, the harness's provider)."""
     if est.model.tokenizer != "o200k" or est.model_source not in ("log", "--model"):
-        return
+        return None
     hp = est.harness_prompt
     obs = observe_session(est.requests, est.model.provider, hp.tokens if hp else 0, hp.family if hp else None)
-    if obs is not None:
-        profiles.learn(_key(est), _session(est), obs, _project(est), est.model.provider)
+    if obs is None:
+        return None
+    return _key(est), _session(est), obs, _project(est), est.model.provider
 
 
 def estimate_session(

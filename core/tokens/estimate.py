@@ -59,6 +59,8 @@ class FileEstimate:
     # what the harness that wrote the log sends that the log does not record (measured for its
     # version: tokens/harness_prompts.py); not in the counts above, the engine adds it
     harness_prompt: HarnessPrompt | None = None
+    # how many of ``notes`` (the first) are the count cache's, about this run, not the file
+    cache_notes: int = 0
 
     @property
     def warnings(self) -> list[str]:

@@ -140,6 +140,7 @@ def estimate_incremental(
         trace["answered"] = int(run.answer_hit)
         trace["checked"] = int(run.checked)
     est.notes = [*notes, *est.notes]
+    est.cache_notes = len(notes)
     return est
 
 
@@ -169,6 +170,20 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
             continue
         total += size - offset if isinstance(offset, int) and 0 < offset <= size else size
     return total
+
+
+def settings_key(
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    window: int | None = None,
+    fmt: str | None = None,
+    skip_invalid: bool = False,
+    config: Config | None = None,
+) -> dict[str, Any]:
+    """What the counts depend on besides the file (``cache_key`` without its path), for
+    :func:`count_file`'s settings."""
+    return _settings_key(Spec(model, tokenizer, window, config or Config()), fmt, skip_invalid)
 
 
 def cache_key(path: str, spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, Any]:
