@@ -34,7 +34,10 @@ from ctxfold.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from ctxfold.engine.profile import Profiles
     from ctxfold.engine.replay import Report
+    from ctxfold.engine.report_doc import Brief
+    from ctxfold.engine.report_memo import ReportMemo
 
 app = typer.Typer(
     name="ctxfold",
@@ -198,6 +201,8 @@ def report(
     and the decision; where compaction would first fire, late and early decisions, overflows and
     the cost. --by totals tokens and cost per day, project or session instead.
     """
+    from functools import partial
+
     from ctxfold.cli import render
     from ctxfold.cli.errors import EXIT_CONDITION
     from ctxfold.cli.inputs import expand
@@ -208,8 +213,10 @@ def report(
     from ctxfold.engine.profile import Profiles
     from ctxfold.errors import UsageError
     from ctxfold.names import did_you_mean
+    from ctxfold.paths import cache_off
     from ctxfold.settings import effective, setting
     from ctxfold.tokens.estimate import FileEstimate
+    from ctxfold.tokens.incremental import settings_key
 
     if fail_on not in (None, "compact", "overflow"):
         hint = did_you_mean(fail_on or "", ["compact", "overflow"])
@@ -241,12 +248,11 @@ def report(
 
     docs: list[dict[str, Any]] = []  # with --json, each file's, made as it is finished
 
-    def finish(est: FileEstimate) -> "Report":  # here, in file order: the profile evolves as in one process
+    def replayed(est: FileEstimate) -> "Report":
         # the report's own modules, first loaded here: while the workers read
         from ctxfold.engine.replay import report_from
-        from ctxfold.engine.report_doc import summary
 
-        rep = report_from(
+        return report_from(
             est,
             calibration=calibration,
             max_tokens=max_tokens,
@@ -256,16 +262,40 @@ def report(
             config=config,
             rule=rule,
         )
+
+    def finish(est: FileEstimate) -> "Report":  # here, in file order: the profile evolves as in one process
+        from ctxfold.engine.report_doc import summary
+
+        rep = replayed(est)
         summary(rep)  # every output shows it: worked out now, while the workers read on
         if json_out:
             docs.append(_report_doc(rep, explain))  # so is its document
         return rep
 
     preload = setting("tokenizer", counted_with, config).value or "o200k"
+    memo = None
+    if brief and not (json_out or plot or by or no_cache or cache_off()) and "-" not in expanded[0]:
+        memo = _report_memo(
+            files, profiles, calibration=calibration, buffer=buffer, max_tokens=max_tokens,
+            simulate=simulate_compaction, trigger=trigger, config=config,
+            counts=settings_key(model=model, tokenizer=counted_with, window=window, fmt=fmt,
+                                skip_invalid=skip_invalid, config=config),
+        )  # fmt: skip
+    briefs: list[Brief] | None = None  # with the memo: each file's line, not its report
+    reports: list[Report] = []
     with attributed(settings):
-        reports, failed = read_files(
-            expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload, pending=pending
-        )
+        if memo is None:
+            reports, failed = read_files(
+                expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload, pending=pending
+            )
+        else:  # a file's line is the memo's where the file and the profile's answer are the same
+            from ctxfold.engine.report_memo import read_seen
+
+            briefs, failed = read_files(
+                expanded, partial(read_seen, work), memo.finisher(replayed, work), jobs=jobs,
+                preload=preload, pending=pending, known=memo.known(expanded[0]),
+            )  # fmt: skip
+            memo.save()
     if profiles is not None:
         profiles.save()
     if plot and reports and not reports[0].rows:
@@ -275,6 +305,8 @@ def report(
         from ctxfold.cli.plot import draw
 
         draw(reports[0], plot)
+    from ctxfold.engine.report_doc import brief_of
+
     if json_out:
         from ctxfold.engine.report_doc import totals
         from ctxfold.engine.usage import table_doc
@@ -286,7 +318,7 @@ def report(
                 "warnings": notes,
                 "files": docs,
                 "failed": failed,
-                "totals": totals(reports, [d["summary"] for d in docs]),
+                "totals": totals([brief_of(r) for r in reports]),
                 **({"by": table_doc([r.estimate for r in reports], by, config.prices)} if by else {}),
             }
         )
@@ -297,17 +329,33 @@ def report(
             from ctxfold.cli import render_usage
 
             render_usage.by([r.estimate for r in reports], by)
-        elif brief and reports:
-            render_report.brief(reports)
+        elif brief and (briefs or reports):
+            render_report.brief(briefs if briefs is not None else [brief_of(r) for r in reports])
         elif reports:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
-        render.failed(failed, len(reports))
+        render.failed(failed, len(reports) if briefs is None else len(briefs))
     if failed:
         raise SystemExit(EXIT_FAILURE)
-    if fail_on == "compact" and any(r.first_fire for r in reports):
+    sums = [b.summary for b in briefs] if briefs is not None else [brief_of(r).summary for r in reports]
+    if fail_on == "compact" and any(s["first_fire"] is not None for s in sums):
         raise SystemExit(EXIT_CONDITION)
-    if fail_on == "overflow" and any(r.count("overflow") for r in reports):
+    if fail_on == "overflow" and any(s["overflows"] for s in sums):
         raise SystemExit(EXIT_CONDITION)
+
+
+def _report_memo(files: list[str], profiles: "Profiles | None", **settings: Any) -> "ReportMemo":
+    """The memo of ``report --brief`` over ``files`` with these ``settings`` (its key), its
+    warnings said (a damaged memo)."""
+    import os
+
+    from ctxfold.cli import render
+    from ctxfold.engine.report_memo import ReportMemo
+
+    config = settings.pop("config")
+    key = {**settings, "config": config.raw, "profile": profiles is not None}
+    memo = ReportMemo({**key, "inputs": [os.path.abspath(f) for f in files]}, profiles)
+    render.notes(memo.warnings, json_out=False)
+    return memo
 
 
 def _report_doc(rep: "Report", explain: bool) -> dict[str, Any]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
     from ctxfold.engine.replay import Report
+    from ctxfold.engine.report_doc import Brief
 
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -38,11 +39,10 @@ def sparkline(values: Sequence[int], top: int, width: int = 60) -> str:
 
 
 def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: str | None) -> None:
+    from ctxfold.engine.report_doc import brief_of, summary
     from ctxfold.engine.report_doc import explain as explain_lines
-    from ctxfold.engine.report_doc import summary
     from ctxfold.engine.usage import session_usage
 
-    sums = []
     for rep in reports:
         est, pol = rep.estimate, rep.policy
         for w in est.warnings:
@@ -50,7 +50,6 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
         for bad in est.skipped:
             warn(f"skipped {bad}")
         s = summary(rep)
-        sums.append(s)
         render.heading(est.path, f"  ({est.format}, {est.model.name or 'model ?'})")
         facts = [
             ("window", f"{pol.window:,} ({pol.window_source or est.model.window_source})"),
@@ -59,7 +58,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             ("requests", f"{s['requests']:,} ({s['requests_with_real']:,} with real counts)"),
         ]
         if s["median_error_pct"] is not None:
-            facts.append(("accuracy", _accuracy(s, [rep])))
+            facts.append(("accuracy", _accuracy(s, [brief_of(rep)])))
         fire = s["first_fire"]
         facts.append(
             (
@@ -110,7 +109,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             print_facts([("", f"plot written to {plot}")], key_width=0)
         render.blank()
     if len(reports) > 1:
-        report_totals(reports, sums)
+        report_totals([brief_of(rep) for rep in reports])
 
 
 def _trigger_facts(t: dict[str, Any]) -> list[tuple[str, str]]:
@@ -175,32 +174,29 @@ def _simulated_sent(sim: dict[str, Any], logged: int) -> str:
     )
 
 
-def _accuracy(s: dict[str, Any], reports: Sequence[Report]) -> str:
+def _accuracy(s: dict[str, Any], briefs: Sequence[Brief]) -> str:
     """The median and p90 of |predicted − real| / real and what they were taken over: one
     file's requests, or in the totals every file's requests pooled, a figure of its own (not
     any one file's p90, nor their mean)."""
-    n = sum(1 for rep in reports for r in rep.rows if r.error is not None and not r.first_in_segment)
+    n = sum(len(b.errors) for b in briefs)
     figures = f"median error {s['median_error_pct']}%, p90 {s['p90_error_pct']}%"
     requests = f"{n:,} request{'' if n == 1 else 's'} predicted from an earlier real count"
-    if len(reports) == 1:
+    if len(briefs) == 1:
         return f"{figures} over the {requests}"
-    return f"pooled over the {len(reports)} files' {requests}: {figures}"
+    return f"pooled over the {len(briefs)} files' {requests}: {figures}"
 
 
-def brief(reports: Sequence[Report]) -> None:
+def brief(briefs: Sequence[Brief]) -> None:
     """One line per file (where it fires, how it went), then the totals."""
-    from ctxfold.engine.report_doc import summary
-
-    paths = [rep.estimate.path for rep in reports]
+    paths = [b.path for b in briefs]
     absolute = [os.path.abspath(p) for p in paths]
     under = _common_folder(paths, absolute)
     if under:
         render.heading(f"files under {under}")
-    sums = []
-    for rep in reports:
-        for w in rep.estimate.warnings:
-            warn(f"{rep.estimate.path}: {w}")
-        sums.append(summary(rep))
+    for b in briefs:
+        for w in b.warnings:
+            warn(f"{b.path}: {w}")
+    sums = [b.summary for b in briefs]
     files = _relative(paths, absolute, under) if under else paths
     fires = ["never" if s["first_fire"] is None else f"#{s['first_fire']['request']}" for s in sums]
     p90 = ["—" if s["p90_error_pct"] is None else f"{s['p90_error_pct']}%" for s in sums]
@@ -238,7 +234,7 @@ def brief(reports: Sequence[Report]) -> None:
         levels.append((columns(done), "at this width: " + "; ".join(why for _, why in steps[:i])))
     print_fitted(levels)
     render.blank()
-    report_totals(reports, sums)
+    report_totals(briefs)
 
 
 def _short(n: int) -> str:
@@ -271,11 +267,11 @@ def _common_folder(paths: Sequence[str], absolute: Sequence[str]) -> str | None:
     return min(os.path.relpath(folder), folder, key=len)
 
 
-def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> None:
-    """The closing block of a many-file report (``sums``: each report's summary)."""
+def report_totals(briefs: Sequence[Brief]) -> None:
+    """The closing block of a many-file report."""
     from ctxfold.engine.report_doc import totals
 
-    t = totals(reports, sums)
+    t = totals(briefs)
     render.heading("1 file" if t["files"] == 1 else f"all {t['files']} files")
     facts = [
         ("requests", f"{t['requests']:,} ({t['requests_with_real']:,} with real counts)"),
@@ -283,7 +279,7 @@ def report_totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]]) -> 
         ("late", f"{t['late']}   early {t['early']}   overflows {t['overflows']}"),
     ]
     if t["median_error_pct"] is not None:
-        facts.append(("accuracy", _accuracy(t, reports)))
+        facts.append(("accuracy", _accuracy(t, briefs)))
     facts.append(("sent", _sent(t)))
     facts.append(("cost", render_cost.recorded(t["cost"])))
     sim = t["simulation"]

@@ -7,6 +7,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.engine.cost import Cost, recorded_cost, simulated_cost
@@ -19,6 +20,24 @@ def _pct(xs: list[float], p: float) -> float | None:
         return None
     xs = sorted(xs)
     return xs[max(0, math.ceil(p * len(xs)) - 1)]  # nearest rank: the 9th of 10 for p90
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What a many-file report shows of one file: its warnings, its summary and the errors of
+    its predictions (pooled with the other files' in the totals). Plain data: kept from one
+    run to the next by ``report_memo``."""
+
+    path: str
+    warnings: tuple[str, ...]
+    summary: dict[str, Any]
+    errors: tuple[float, ...]  # |error| of each request predicted from an earlier real count
+
+
+def brief_of(report: Report) -> Brief:
+    errors = tuple(abs(r.error) for r in report.rows if r.error is not None and not r.first_in_segment)
+    est = report.estimate
+    return Brief(est.path, tuple(est.warnings), summary(report), errors)
 
 
 def summary(report: Report) -> dict[str, Any]:
@@ -211,19 +230,14 @@ def _harness_fires(report: Report) -> frozenset[int] | None:
     return frozenset(f.request for f in report.trigger.fires) if report.trigger else None
 
 
-def totals(reports: Sequence[Report], sums: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+def totals(briefs: Sequence[Brief]) -> dict[str, Any]:
     """Across every file of one ``report`` run (a folder of sessions): how many fire, overflow or
     decide late, the pooled accuracy, and the prompt tokens sent in all (with compaction too,
-    when simulated). ``sums``: the reports' :func:`summary`, when the caller has them already."""
-    sums = [summary(r) for r in reports] if sums is None else sums
-    errors = [
-        abs(row.error)
-        for r in reports
-        for row in r.rows
-        if row.error is not None and not row.first_in_segment
-    ]
+    when simulated)."""
+    sums = [b.summary for b in briefs]
+    errors = [e for b in briefs for e in b.errors]
     doc: dict[str, Any] = {
-        "files": len(reports),
+        "files": len(briefs),
         "files_that_fire": sum(1 for s in sums if s["first_fire"] is not None),
         "files_that_overflow": sum(1 for s in sums if s["overflows"]),
         **{

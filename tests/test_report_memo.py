@@ -1,0 +1,154 @@
+"""``report --brief`` over a folder read before answers each file from its memo only when the
+file, the settings and the profile's answer are what the line was made from: every run prints
+what the same run prints without the memo (its twin: the same cache folder, no memo in it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from ctxfold.cli.app import app
+from ctxfold.tokens import filecheck, incremental
+
+runner = CliRunner()
+SOURCES = [
+    FIXTURES / "heldout" / "claude-code" / "apanloco-random.jsonl",
+    FIXTURES / "heldout" / "claude-code" / "ai-sessions-pomodoro.jsonl",
+    FIXTURES / "real" / "claude-code-sidechains.jsonl",
+    FIXTURES / "claude-code" / "edge-cases.jsonl",  # warnings
+    FIXTURES / "codex" / "lab-0169.jsonl",
+    FIXTURES / "pi" / "v3-tree.jsonl",
+]
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(filecheck, "RACY_NS", 0)  # the files are this test's, written just now
+    out = tmp_path / "sessions"
+    out.mkdir()
+    for i, src in enumerate(SOURCES):
+        shutil.copyfile(src, out / f"{i}-{src.name}")
+    return out
+
+
+class Runs:
+    """``report FOLDER --brief`` in one cache folder, counting the files read (not answered by the memo)."""
+
+    def __init__(self, folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.folder, self.cache, self.monkeypatch = folder, cache, monkeypatch
+        self.read: list[str] = []
+        count_file = incremental.count_file
+
+        def spy(path: Any, **kw: Any) -> Any:
+            self.read.append(str(path))
+            return count_file(path, **kw)
+
+        monkeypatch.setattr(incremental, "count_file", spy)
+
+    def run(self, *args: str, cache: Path | None = None) -> tuple[str, str]:
+        self.read.clear()
+        env = {"XDG_CACHE_HOME": str(cache or self.cache)}
+        result = runner.invoke(app, ["report", str(self.folder), "--brief", "--jobs", "1", *args], env=env)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout, result.stderr
+
+    def twin(self, *args: str) -> tuple[str, str]:
+        """The same run in a copy of the cache folder without the memo: the lines made afresh."""
+        copy = self.cache.with_name(self.cache.name + "-twin")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(self.cache, copy)
+        shutil.rmtree(copy / "ctxfold" / "reports", ignore_errors=True)
+        read = list(self.read)
+        out = self.run(*args, cache=copy)
+        self.read = read
+        return out
+
+    def memos(self) -> list[Path]:
+        return sorted((self.cache / "ctxfold" / "reports").glob("*.memo"))
+
+
+def test_a_folder_reported_again_is_answered_from_its_memo(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    for args in (["--no-profile"], []):
+        first = runs.run(*args)
+        assert len(runs.read) == len(SOURCES)
+        for _ in range(3):  # with the profile, a run learns what the next is predicted from
+            twin = runs.twin(*args)
+            again = runs.run(*args)
+            assert again == twin
+        assert runs.read == []  # every line from the memo
+        assert "warning" in again[1]  # (the edge cases')
+        if args:  # (with the profile, the first run's predictions came from an empty one)
+            assert again == first
+    assert len(runs.memos()) == 2  # one per setting of the profile
+
+
+def test_a_file_changed_since_is_reported_afresh(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    runs.run("--no-profile")
+    appended, rewritten = sorted(folder.iterdir())[:2]
+    with appended.open("ab") as f:  # a session that went on
+        f.write(appended.read_bytes().splitlines(keepends=True)[-1])
+    data = rewritten.read_bytes()  # the same size, its modification time set back
+    st = rewritten.stat()
+    at = data.index(b'"text":"') + 8
+    rewritten.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :])
+    os.utime(rewritten, ns=(st.st_atime_ns, st.st_mtime_ns))
+    twin = runs.twin("--no-profile")
+    assert runs.run("--no-profile") == twin
+    assert sorted(runs.read) == [str(appended), str(rewritten)]
+
+
+def test_a_prior_the_profile_now_gives_otherwise_is_not_trusted(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    for _ in range(3):
+        runs.run()
+    assert runs.read == []
+    profile = tmp_path / "cache" / "ctxfold" / "profile.json"
+    doc = orjson.loads(profile.read_bytes())
+    key = next(k for k in doc["profiles"] if k.startswith("claude-code|"))
+    doc["profiles"][key]["sessions"].update(
+        {f"other{i}": {"overhead": 9000 + i, "ratio": 1.5, "provider": "anthropic"} for i in range(5)}
+    )
+    profile.write_bytes(orjson.dumps(doc))
+    twin = runs.twin()
+    assert runs.run() == twin
+    assert 0 < len(runs.read) < len(SOURCES)  # the Claude Code logs, predicted otherwise now
+
+
+def test_other_settings_make_another_memo(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    runs.run("--no-profile")
+    for args in (["--window", "100000"], ["--calibration", "affine"], ["--simulate-compaction"]):
+        twin = runs.twin("--no-profile", *args)
+        assert runs.run("--no-profile", *args) == twin
+        assert len(runs.read) == len(SOURCES), args
+    assert len(runs.memos()) == 4
+
+
+def test_a_damaged_memo_is_ignored_and_replaced(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    runs.run("--no-profile")
+    (memo,) = runs.memos()
+    data = memo.read_bytes()
+    memo.write_bytes(data[:-40] + b"x" * 40)  # its lines no longer match their checksum
+    out, err = runs.run("--no-profile")
+    assert f"the report memo {memo} is damaged: ignored, and replaced" in err
+    assert len(runs.read) == len(SOURCES)
+    assert (out, err.replace(err.splitlines()[0] + "\n", "", 1)) == runs.twin("--no-profile")
+    assert runs.run("--no-profile") == (out, err.split("\n", 1)[1]) and runs.read == []
