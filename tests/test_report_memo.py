@@ -129,7 +129,9 @@ def test_a_prior_the_profile_now_gives_otherwise_is_not_trusted(
     assert 0 < len(runs.read) < len(SOURCES)  # the Claude Code logs, predicted otherwise now
 
 
-def test_other_settings_make_another_memo(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_settings_make_another_memo(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runs = Runs(folder, tmp_path / "cache", monkeypatch)
     runs.run("--no-profile")
     for args in (["--window", "100000"], ["--calibration", "affine"], ["--simulate-compaction"]):
