@@ -154,3 +154,18 @@ def test_a_damaged_memo_is_ignored_and_replaced(
     assert len(runs.read) == len(SOURCES)
     assert (out, err.replace(err.splitlines()[0] + "\n", "", 1)) == runs.twin("--no-profile")
     assert runs.run("--no-profile") == (out, err.split("\n", 1)[1]) and runs.read == []
+
+
+def test_fail_on_is_decided_from_the_lines_of_the_memo(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ["report", str(folder), "--brief", "--jobs", "1", "--no-profile", "--window", "50000"]
+    for reads in (len(SOURCES), 0):
+        runs.read.clear()
+        assert runner.invoke(app, [*args, "--fail-on", "compact"], env=env).exit_code == 3
+        assert len(runs.read) == reads
+    assert (
+        runner.invoke(app, [*args, "--fail-on", "overflow", "--window", "10000000"], env=env).exit_code == 0
+    )
