@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,23 @@ def test_fail_on_is_decided_from_the_lines_of_the_memo(
     assert (
         runner.invoke(app, [*args, "--fail-on", "overflow", "--window", "10000000"], env=env).exit_code == 0
     )
+
+
+def test_a_line_not_as_this_code_writes_it_is_made_afresh(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    for _ in range(3):
+        runs.run()
+    (memo,) = runs.memos()
+    magic, header, body = memo.read_bytes().split(b"\n", 2)
+    lines = orjson.loads(body)
+    names = sorted(lines)
+    lines[names[0]]["lesson"] = [1, 2]  # checksummed again: only this code's checks stand
+    del lines[names[1]]["warnings"]
+    body = orjson.dumps(lines)
+    head = {**orjson.loads(header), "crc32": zlib.crc32(body)}
+    memo.write_bytes(b"\n".join([magic, orjson.dumps(head), body]))
+    twin = runs.twin()
+    assert runs.run() == twin
+    assert sorted(runs.read) == names[:2]

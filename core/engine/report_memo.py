@@ -162,8 +162,10 @@ class ReportMemo:
     def use(self, path: str, kept: dict[str, Any]) -> Brief | None:
         """``kept`` as ``path``'s line, if the profile gives its prior the same answer now
         (then what the file taught it is taught again); None: report the file afresh."""
+        lesson = None
         try:
             question, answer, taught = kept["question"], kept["prior"], kept["lesson"]
+            brief = Brief(path, tuple(kept["warnings"]), kept["summary"], tuple(kept["errors"]))
             if self.profiles is not None:
                 if question is None or answer is None:
                     return None
@@ -173,10 +175,11 @@ class ReportMemo:
                     return None
                 if taught is not None:
                     key, session, obs, project, provider = taught
-                    self.profiles.learn(key, session, Observation(**obs), project, provider)
-            brief = Brief(path, tuple(kept["warnings"]), kept["summary"], tuple(kept["errors"]))
+                    lesson = (key, session, Observation(**obs), project, provider)
         except (KeyError, TypeError, ValueError):  # a memo not as this code writes it
             return None
+        if self.profiles is not None and lesson is not None:
+            self.profiles.learn(*lesson)  # (checked first: taught whole or not at all)
         self.kept[os.path.abspath(path)] = kept
         return brief
 
