@@ -41,8 +41,8 @@ read by ``ctxfold report --brief`` and by ``ccusage session --json --offline`` (
 with ``CLAUDE_CONFIG_DIR``, ``HOME`` an empty folder, so it reads nothing else and fetches no
 prices), alternating, best of the rounds: ctxfold's wall time over ccusage's, cold (no count
 cache, as every figure above) and as a second report over the same folder finds it (a private
-count cache filled by one run first: every log answered from it). Without one, a note says how
-to add it.
+count cache filled by one run first: every log answered from it, and every line from the
+report memo that run kept). Without one, a note says how to add it.
 
 Last, the other two benchmarks of the issue, as their own scripts print them (``--no-more``
 leaves them out): ``memory.py`` (peak RSS of estimate, report and compact at three sizes and
@@ -238,7 +238,8 @@ def against_ccusage(
     empty = Path(tempfile.mkdtemp(prefix="ctxfold-speed-home-"))
     cc_env = {**env, "CLAUDE_CONFIG_DIR": str(home), "HOME": str(empty), "LOG_LEVEL": "0", "NO_COLOR": "1"}
     ours = [*command(python), "report", str(home / "projects"), "--brief", "--no-profile"]
-    # a user's second report over the same folder: its count cache already holds every log
+    # a user's second report over the same folder: its count cache already holds every log, and
+    # (ctxfold 0.1 of late 2026 on) its report memo every line
     warm_env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-warm-")), count_cache=True)
     timed(ours, warm_env)
     print(f"\nClaude Code folder of {n} logs ({mb:.1f} MB) as ~/.claude/projects holds them")
@@ -263,7 +264,7 @@ def against_ccusage(
         theirs_s = min(times)
         print(
             f"  {version or tool} ({found} sessions in its JSON): ccusage session --json {theirs_s:.2f} s; "
-            f"ctxfold report --brief {best['ctxfold']:.2f} s, the folder read before (its count cache "
+            f"ctxfold report --brief {best['ctxfold']:.2f} s, the folder read before (its count cache and memo "
             f"warm) {best['warm']:.2f} s; ctxfold/ccusage {best['ctxfold'] / theirs_s:.2f}, "
             f"read before {best['warm'] / theirs_s:.2f}"
         )
@@ -335,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     if "serial_wall" in f:
         line += f"; --jobs 1: wall {f['serial_wall']:.2f} s (speed-up {f['serial_wall'] / f['wall']:.2f}x)"
     print(
-        line + f"; read before (count cache warm): wall {f['warm_wall']:.2f} s, with the profile "
+        line
+        + f"; read before (count cache and report memo warm): wall {f['warm_wall']:.2f} s, with the profile "
         f"learned from it (no --no-profile) {f['warm_profile_wall']:.2f} s"
     )
 
