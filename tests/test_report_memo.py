@@ -190,3 +190,20 @@ def test_a_line_not_as_this_code_writes_it_is_made_afresh(
     twin = runs.twin()
     assert runs.run() == twin
     assert sorted(runs.read) == names[:2]
+
+
+def test_the_memos_used_last_are_kept(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxfold.engine import report_memo
+
+    monkeypatch.setattr(report_memo, "KEPT", 2)
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    runs.run("--no-profile")
+    (first,) = runs.memos()
+    os.utime(first, ns=(1, 1))  # made long ago
+    runs.run("--no-profile", "--window", "100000")
+    runs.run("--no-profile")  # used again as it was: nothing new to write
+    assert runs.read == []
+    runs.run("--no-profile", "--window", "90000")  # a third: the one used longest ago goes
+    assert first in runs.memos() and len(runs.memos()) == 2
+    runs.run("--no-profile", "--window", "100000")
+    assert len(runs.read) == len(SOURCES)

@@ -215,8 +215,11 @@ class ReportMemo:
         self.changed = True
 
     def save(self) -> None:
-        """Write this run's lines (if any is new), then let the oldest memos go past ``KEPT``."""
+        """Write this run's lines (if any is new), then let the oldest memos go past ``KEPT``
+        (by when they were last used: one used as it was is touched)."""
         if not self.changed and self.kept.keys() == self.files.keys():
+            with contextlib.suppress(OSError):
+                os.utime(self.path)
             return
         body = orjson.dumps(self.kept)
         header = orjson.dumps({"version": VERSION, "key": self.key, "crc32": zlib.crc32(body)})
