@@ -39,19 +39,23 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return out
 
 
+_READ: list[str] = []  # the files read (here, not in a worker) by the spy below
+_count_file = incremental.count_file
+
+
+def _counting_spy(path: Any, **kw: Any) -> Any:  # (a module's function: workers are sent it)
+    _READ.append(str(path))
+    return _count_file(path, **kw)
+
+
 class Runs:
     """``report FOLDER --brief`` in one cache folder, counting the files read (not answered by the memo)."""
 
     def __init__(self, folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.folder, self.cache, self.monkeypatch = folder, cache, monkeypatch
-        self.read: list[str] = []
-        count_file = incremental.count_file
-
-        def spy(path: Any, **kw: Any) -> Any:
-            self.read.append(str(path))
-            return count_file(path, **kw)
-
-        monkeypatch.setattr(incremental, "count_file", spy)
+        _READ.clear()
+        self.read = _READ
+        monkeypatch.setattr(incremental, "count_file", _counting_spy)
 
     def run(self, *args: str, cache: Path | None = None) -> tuple[str, str]:
         self.read.clear()
@@ -68,7 +72,7 @@ class Runs:
         shutil.rmtree(copy / "ctxfold" / "reports", ignore_errors=True)
         read = list(self.read)
         out = self.run(*args, cache=copy)
-        self.read = read
+        self.read[:] = read
         return out
 
     def memos(self) -> list[Path]:
@@ -207,3 +211,21 @@ def test_the_memos_used_last_are_kept(folder: Path, tmp_path: Path, monkeypatch:
     assert first in runs.memos() and len(runs.memos()) == 2
     runs.run("--no-profile", "--window", "100000")
     assert len(runs.read) == len(SOURCES)
+
+
+def test_the_files_left_to_read_go_to_workers_and_come_back_in_order(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxfold.cli import jobs
+
+    monkeypatch.setattr(jobs, "MIN_BYTES", 0)  # a pool for whatever is left to read
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    runs.run("--no-profile")
+    for changed in sorted(folder.iterdir())[1::2]:  # every other file went on
+        with changed.open("ab") as f:
+            f.write(changed.read_bytes().splitlines(keepends=True)[-1])
+    args = ("--no-profile", "--jobs", "2")
+    twin = runs.twin(*args)
+    assert runs.run(*args) == twin
+    assert runs.run(*args) == twin  # and once more, every line from the memo
+    assert runs.read == []
