@@ -75,6 +75,12 @@ class Runs:
         self.read[:] = read
         return out
 
+    def settled(self) -> None:
+        """Three runs: the profile learned from the folder, and every line the memo's."""
+        for _ in range(3):
+            self.run()
+        assert self.read == []
+
     def memos(self) -> list[Path]:
         return sorted((self.cache / "ctxfold" / "reports").glob("*.memo"))
 
@@ -119,9 +125,7 @@ def test_a_prior_the_profile_now_gives_otherwise_is_not_trusted(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs = Runs(folder, tmp_path / "cache", monkeypatch)
-    for _ in range(3):
-        runs.run()
-    assert runs.read == []
+    runs.settled()
     profile = tmp_path / "cache" / "ctxfold" / "profile.json"
     doc = orjson.loads(profile.read_bytes())
     key = next(k for k in doc["profiles"] if k.startswith("claude-code|"))
@@ -180,8 +184,7 @@ def test_a_line_not_as_this_code_writes_it_is_made_afresh(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs = Runs(folder, tmp_path / "cache", monkeypatch)
-    for _ in range(3):
-        runs.run()
+    runs.settled()
     (memo,) = runs.memos()
     magic, header, body = memo.read_bytes().split(b"\n", 2)
     lines = orjson.loads(body)

@@ -150,12 +150,7 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
     ``settings`` are :func:`count_file`'s (``model``, ``tokenizer``, ``window``, ``fmt``,
     ``skip_invalid``, ``config``). From the entries' headers, unchecked: it sizes the engine
     loaded for a folder (a report over old sessions needs none), it never decides a count."""
-    unknown = set(settings) - {"model", "tokenizer", "window", "fmt", "skip_invalid", "config"}
-    if unknown:
-        raise TypeError(f"pending_bytes() got unexpected settings {sorted(unknown)}")
-    get = settings.get
-    spec = Spec(get("model"), get("tokenizer"), get("window"), get("config") or Config())
-    fmt, skip_invalid = get("fmt"), bool(get("skip_invalid"))
+    spec, fmt, skip_invalid = _spec("pending_bytes", settings)
     store = store or default_store()
     total = 0
     for path in paths:
@@ -172,18 +167,21 @@ def pending_bytes(paths: list[str], *, store: CountStore | None = None, **settin
     return total
 
 
-def settings_key(
-    *,
-    model: str | None = None,
-    tokenizer: str | None = None,
-    window: int | None = None,
-    fmt: str | None = None,
-    skip_invalid: bool = False,
-    config: Config | None = None,
-) -> dict[str, Any]:
+def settings_key(**settings: Any) -> dict[str, Any]:
     """What the counts depend on besides the file (``cache_key`` without its path), for
-    :func:`count_file`'s settings."""
-    return _settings_key(Spec(model, tokenizer, window, config or Config()), fmt, skip_invalid)
+    :func:`count_file`'s ``settings`` (as :func:`pending_bytes` takes them)."""
+    return _settings_key(*_spec("settings_key", settings))
+
+
+def _spec(caller: str, settings: dict[str, Any]) -> tuple[Spec, str | None, bool]:
+    """:func:`count_file`'s settings (``model``, ``tokenizer``, ``window``, ``fmt``,
+    ``skip_invalid``, ``config``) as the cache key takes them."""
+    unknown = set(settings) - {"model", "tokenizer", "window", "fmt", "skip_invalid", "config"}
+    if unknown:
+        raise TypeError(f"{caller}() got unexpected settings {sorted(unknown)}")
+    get = settings.get
+    spec = Spec(get("model"), get("tokenizer"), get("window"), get("config") or Config())
+    return spec, get("fmt"), bool(get("skip_invalid"))
 
 
 def cache_key(path: str, spec: Spec, fmt: str | None, skip_invalid: bool) -> dict[str, Any]:
