@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ctxfold.engine.replay import Report
     from ctxfold.engine.report_doc import Brief
     from ctxfold.engine.report_memo import ReportMemo
+    from ctxfold.tokens.estimate import FileEstimate
 
 app = typer.Typer(
     name="ctxfold",
@@ -282,9 +283,14 @@ def report(
                                 skip_invalid=skip_invalid, config=config),
         )  # fmt: skip
     briefs: list[Brief] | None = None  # with the memo: each file's line, not its report
+    usage: list[FileEstimate] | None = None  # --by's table: each file's calls, no replay
     reports: list[Report] = []
     with attributed(settings):
-        if memo is None:
+        if by and not (json_out or fail_on or plot):  # (the profile still learns from each)
+            usage, failed = read_files(
+                expanded, work, partial(_learned, profiles), jobs=jobs, preload=preload, pending=pending
+            )
+        elif memo is None:
             reports, failed = read_files(
                 expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload, pending=pending
             )
@@ -325,22 +331,32 @@ def report(
     else:
         from ctxfold.cli import render_report  # loaded once the files are read
 
-        if by and reports:
+        if by and (usage or reports):
             from ctxfold.cli import render_usage
 
-            render_usage.by([r.estimate for r in reports], by)
+            render_usage.by(usage if usage is not None else [r.estimate for r in reports], by)
         elif brief and (briefs or reports):
             render_report.brief(briefs if briefs is not None else [brief_of(r) for r in reports])
         elif reports:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
-        render.failed(failed, len(reports) if briefs is None else len(briefs))
+        render.failed(failed, len(briefs if briefs is not None else usage if usage is not None else reports))
     if failed:
         raise SystemExit(EXIT_FAILURE)
-    sums = [b.summary for b in briefs] if briefs is not None else [brief_of(r).summary for r in reports]
-    if fail_on == "compact" and any(s["first_fire"] is not None for s in sums):
-        raise SystemExit(EXIT_CONDITION)
-    if fail_on == "overflow" and any(s["overflows"] for s in sums):
-        raise SystemExit(EXIT_CONDITION)
+    if fail_on:
+        sums = [b.summary for b in briefs] if briefs is not None else [brief_of(r).summary for r in reports]
+        if fail_on == "compact" and any(s["first_fire"] is not None for s in sums):
+            raise SystemExit(EXIT_CONDITION)
+        if fail_on == "overflow" and any(s["overflows"] for s in sums):
+            raise SystemExit(EXIT_CONDITION)
+
+
+def _learned(profiles: "Profiles | None", est: "FileEstimate") -> "FileEstimate":
+    """``est``, the profile taught what it shows (as a report of it teaches it)."""
+    if profiles is not None:
+        from ctxfold.engine.now import learn_from
+
+        learn_from(profiles, est)
+    return est
 
 
 def _report_memo(files: list[str], profiles: "Profiles | None", **settings: Any) -> "ReportMemo":

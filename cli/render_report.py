@@ -389,13 +389,26 @@ def print_fitted(levels: Sequence[tuple[list[Col], str]]) -> None:
             chosen, said = cols, why
             break
     need = sum(c.need() for c in chosen) + 2 * (len(chosen) - 1)
-    rows = plain.table_rows([(c.name, c.cells, c.justify) for c in chosen], width)
+    rows = fast_rows(chosen, need, width)
     if rows is None:
         _print_table(chosen, need, width)
     else:
         render.print_rows(rows)
     if said:
         print_facts([("", said)], key_width=0)
+
+
+def fast_rows(chosen: Sequence[Col], need: int, width: int) -> list[list[str]] | None:
+    """The lines :func:`_print_table` prints, built without Rich: every cell on one line
+    (``plain.table_rows``), else the columns that wrap narrowed and their cells wrapped as Rich
+    does it (``plain_table``); None when Rich is to lay them out."""
+    rows = plain.table_rows([(c.name, c.cells, c.justify) for c in chosen], width)
+    if rows is None:
+        from ctxfold.cli import plain_table
+
+        cols = [plain_table.Column(c.name, c.cells, c.justify, c.wrap, c.need()) for c in chosen]
+        rows = plain_table.rows(cols, need if need > width else width)
+    return rows
 
 
 def _print_table(chosen: Sequence[Col], need: int, width: int) -> None:

@@ -485,3 +485,19 @@ def test_a_provider_named_alone_in_the_config_file_says_where_it_came_from(
     )
     assert result.exit_code == 1 and "ANTHROPIC_API_KEY" in result.stderr
     assert f"provider from file {conf}" in result.stderr and not (tmp_path / "o").exists()
+
+
+def test_report_by_teaches_the_profile_what_a_report_teaches_it(tmp_path: Path) -> None:
+    """A usage table needs no replay of the sessions, and is printed without one; the learned
+    profile ends as a report of the same files leaves it."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for src in (SAMPLE, FIXTURES / "heldout" / "claude-code" / "apanloco-random.jsonl"):
+        _copy(src, logs)
+    learned = []
+    for args in (["--by", "session"], []):
+        cache = tmp_path / f"cache{len(learned)}"
+        result = runner.invoke(app, ["report", str(logs), *args], env={"XDG_CACHE_HOME": str(cache)})
+        assert result.exit_code == 0, result.output
+        learned.append(orjson.loads((cache / "ctxfold" / "profile.json").read_bytes()))
+    assert learned[0] == learned[1] and learned[0]["profiles"]

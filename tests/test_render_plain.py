@@ -31,13 +31,13 @@ def _both(cols: list[Col], width: int, terminal: bool = False) -> tuple[str | No
     on a terminal that takes styles."""
     styles: dict[str, Any] = {"force_terminal": True, "color_system": "truecolor"} if terminal else {}
     fast, rich = (Console(file=io.StringIO(), width=width, highlight=False, **styles) for _ in range(2))
-    rows = plain.table_rows([(c.name, c.cells, c.justify) for c in cols], width)
+    need = sum(c.need() for c in cols) + 2 * (len(cols) - 1)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(render, "out", fast)
+        rows = render_report.fast_rows(cols, need, width)
         if rows is not None:
             render.print_rows(rows)
         m.setattr(render, "out", rich)
-        need = sum(c.need() for c in cols) + 2 * (len(cols) - 1)
         render_report._print_table(cols, need, width)
     return (fast.file.getvalue() if rows is not None else None), rich.file.getvalue()  # type: ignore[attr-defined]
 
@@ -64,6 +64,38 @@ def test_plain_table_is_what_rich_prints(
     fast, rich = _both(cols, width, terminal)
     if fast is not None:
         assert fast == rich
+
+
+# what a table too wide for its terminal holds: words, and paths longer than a column (folded)
+LONG = st.text(alphabet="abc019,.%$-_/", min_size=1, max_size=14) | st.text(
+    alphabet="abc019-_./", min_size=15, max_size=90
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    ncols=st.integers(1, 6),
+    nrows=st.integers(0, 6),
+    width=st.integers(20, 160),
+    terminal=st.booleans(),
+)
+def test_a_table_too_wide_is_wrapped_as_rich_wraps_it(
+    data: st.DataObject, ncols: int, nrows: int, width: int, terminal: bool
+) -> None:
+    """Columns narrowed and cells wrapped and folded (``plain_table``): of one-cell characters,
+    never left to Rich, and what Rich prints."""
+    cols = []
+    for _ in range(ncols):
+        name = data.draw(st.sampled_from(["file", "models", "calls", "cost", "session", "p90"]))
+        words = st.lists(LONG, min_size=1, max_size=4).map(" ".join)
+        cells = data.draw(st.lists(words, min_size=nrows, max_size=nrows))
+        wrap = data.draw(st.booleans())
+        fold = data.draw(st.sampled_from([0, 12])) if wrap else 0
+        justify = data.draw(st.sampled_from(["left", "right"]))
+        cols.append(Col(name, cells, justify=justify, wrap=wrap, fold=fold))
+    fast, rich = _both(cols, width, terminal)
+    assert fast == rich
 
 
 @pytest.mark.parametrize("terminal", [False, True])
