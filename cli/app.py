@@ -34,10 +34,13 @@ from ctxfold.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ctxfold.engine.profile import Profiles
     from ctxfold.engine.replay import Report
     from ctxfold.engine.report_doc import Brief
     from ctxfold.engine.report_memo import ReportMemo
+    from ctxfold.engine.usage import Sheet
     from ctxfold.tokens.estimate import FileEstimate
 
 app = typer.Typer(
@@ -274,31 +277,32 @@ def report(
         return rep
 
     preload = setting("tokenizer", counted_with, config).value or "o200k"
-    memo = None
-    if brief and not (json_out or plot or by or no_cache or cache_off()) and "-" not in expanded[0]:
-        memo = _report_memo(
-            files, profiles, calibration=calibration, buffer=buffer, max_tokens=max_tokens,
-            simulate=simulate_compaction, trigger=trigger, config=config,
-            counts=settings_key(model=model, tokenizer=counted_with, window=window, fmt=fmt,
-                                skip_invalid=skip_invalid, config=config),
-        )  # fmt: skip
-    briefs: list[Brief] | None = None  # with the memo: each file's line, not its report
-    usage: list[FileEstimate] | None = None  # --by's table: each file's calls, no replay
+    # a table of one line per file (--brief's, or the calls --by totals) needs only that of each
+    lines_of: Callable[[FileEstimate], Any] | None = None
+    if brief and not (json_out or plot):
+        kind, lines_of = "brief", _briefly(replayed)
+    elif by and not (json_out or fail_on or plot):  # no replay: the profile still learns
+        kind, lines_of = "usage", partial(_sheet_of, profiles)
+    lines: list[Any] | None = None
     reports: list[Report] = []
     with attributed(settings):
-        if by and not (json_out or fail_on or plot):  # (the profile still learns from each)
-            usage, failed = read_files(
-                expanded, work, partial(_learned, profiles), jobs=jobs, preload=preload, pending=pending
-            )
-        elif memo is None:
+        if lines_of is None:
             reports, failed = read_files(
                 expanded, work, finish, jobs=jobs, progress=not json_out, preload=preload, pending=pending
             )
-        else:  # a file's line is the memo's where the file and the profile's answer are the same
+        elif no_cache or cache_off() or "-" in expanded[0]:
+            lines, failed = read_files(expanded, work, lines_of, jobs=jobs, preload=preload, pending=pending)
+        else:  # a file's line is the memo's where the file, the settings (and the prior) are the same
             from ctxfold.engine.report_memo import read_seen
 
-            briefs, failed = read_files(
-                expanded, partial(read_seen, work), memo.finisher(replayed, work), jobs=jobs,
+            memo = _report_memo(
+                kind, files, profiles, calibration=calibration, buffer=buffer, max_tokens=max_tokens,
+                simulate=simulate_compaction, trigger=trigger, config=config,
+                counts=settings_key(model=model, tokenizer=counted_with, window=window, fmt=fmt,
+                                    skip_invalid=skip_invalid, config=config),
+            )  # fmt: skip
+            lines, failed = read_files(
+                expanded, partial(read_seen, work), memo.finisher(lines_of, work), jobs=jobs,
                 preload=preload, pending=pending, known=memo.known(expanded[0]),
             )  # fmt: skip
             memo.save()
@@ -331,37 +335,52 @@ def report(
     else:
         from ctxfold.cli import render_report  # loaded once the files are read
 
-        if by and (usage or reports):
+        if by and (lines or reports):
             from ctxfold.cli import render_usage
+            from ctxfold.engine.usage import sheet
 
-            render_usage.by(usage if usage is not None else [r.estimate for r in reports], by)
-        elif brief and (briefs or reports):
-            render_report.brief(briefs if briefs is not None else [brief_of(r) for r in reports])
+            render_usage.by(lines if lines is not None else [sheet(r.estimate) for r in reports], by)
+        elif brief and (lines or reports):
+            render_report.brief(lines if lines is not None else [brief_of(r) for r in reports])
         elif reports:
             render_report.report(reports, all_rows=all_rows, explain=explain, plot=plot)
-        render.failed(failed, len(briefs if briefs is not None else usage if usage is not None else reports))
+        render.failed(failed, len(lines if lines is not None else reports))
     if failed:
         raise SystemExit(EXIT_FAILURE)
     if fail_on:
-        sums = [b.summary for b in briefs] if briefs is not None else [brief_of(r).summary for r in reports]
+        sums = [b.summary for b in lines] if lines is not None else [brief_of(r).summary for r in reports]
         if fail_on == "compact" and any(s["first_fire"] is not None for s in sums):
             raise SystemExit(EXIT_CONDITION)
         if fail_on == "overflow" and any(s["overflows"] for s in sums):
             raise SystemExit(EXIT_CONDITION)
 
 
-def _learned(profiles: "Profiles | None", est: "FileEstimate") -> "FileEstimate":
-    """``est``, the profile taught what it shows (as a report of it teaches it)."""
+def _briefly(replayed: "Callable[[FileEstimate], Report]") -> "Callable[[FileEstimate], Brief]":
+    """A file's ``--brief`` line, from its report (``replayed``)."""
+
+    def line(est: "FileEstimate") -> "Brief":
+        from ctxfold.engine.report_doc import brief_of
+
+        return brief_of(replayed(est))
+
+    return line
+
+
+def _sheet_of(profiles: "Profiles | None", est: "FileEstimate") -> "Sheet":
+    """What ``report --by`` totals of ``est``, the profile taught what it shows (as a report
+    of it teaches it)."""
+    from ctxfold.engine.usage import sheet
+
     if profiles is not None:
         from ctxfold.engine.now import learn_from
 
         learn_from(profiles, est)
-    return est
+    return sheet(est)
 
 
-def _report_memo(files: list[str], profiles: "Profiles | None", **settings: Any) -> "ReportMemo":
-    """The memo of ``report --brief`` over ``files`` with these ``settings`` (its key), its
-    warnings said (a damaged memo)."""
+def _report_memo(kind: str, files: list[str], profiles: "Profiles | None", **settings: Any) -> "ReportMemo":
+    """The memo of ``report``'s lines of ``kind`` over ``files`` with these ``settings`` (its
+    key), its warnings said (a damaged memo)."""
     import os
 
     from ctxfold.cli import render
@@ -369,7 +388,7 @@ def _report_memo(files: list[str], profiles: "Profiles | None", **settings: Any)
 
     config = settings.pop("config")
     key = {**settings, "config": config.raw, "profile": profiles is not None}
-    memo = ReportMemo({**key, "inputs": [os.path.abspath(f) for f in files]}, profiles)
+    memo = ReportMemo(kind, {**key, "inputs": [os.path.abspath(f) for f in files]}, profiles)
     render.notes(memo.warnings, json_out=False)
     return memo
 

@@ -14,23 +14,22 @@ from ctxfold.cli import render, render_cost
 from ctxfold.cli.render_report import Col, print_fitted
 
 if TYPE_CHECKING:
-    from ctxfold.engine.usage import Group
-    from ctxfold.tokens.estimate import FileEstimate
+    from ctxfold.engine.usage import Group, Sheet
 
 HEADERS = {"day": "date", "project": "project", "session": "session"}
 
 
-def by(estimates: Sequence[FileEstimate], key: str) -> None:
+def by(sheets: Sequence[Sheet], key: str) -> None:
     from ctxfold.config import load_config
     from ctxfold.engine.usage import group, total
 
-    for est in estimates:
-        for w in est.warnings:
-            render.warn(f"{est.path}: {w}")
-        for s in est.skipped:
+    for sh in sheets:
+        for w in sh.warnings:
+            render.warn(f"{sh.session}: {w}")
+        for s in sh.skipped:
             render.warn(f"skipped {s}")
     prices = load_config().prices
-    groups = group(estimates, key, prices)
+    groups = group(sheets, key, prices)
     if not groups:
         render.out.print(Text("no usage recorded in these logs: nothing to total"))
         return

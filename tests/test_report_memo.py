@@ -51,8 +51,10 @@ def _counting_spy(path: Any, **kw: Any) -> Any:  # (a module's function: workers
 class Runs:
     """``report FOLDER --brief`` in one cache folder, counting the files read (not answered by the memo)."""
 
-    def __init__(self, folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.folder, self.cache, self.monkeypatch = folder, cache, monkeypatch
+    def __init__(
+        self, folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, view: tuple[str, ...] = ("--brief",)
+    ) -> None:
+        self.folder, self.cache, self.monkeypatch, self.view = folder, cache, monkeypatch, view
         _READ.clear()
         self.read = _READ
         monkeypatch.setattr(incremental, "count_file", _counting_spy)
@@ -60,7 +62,7 @@ class Runs:
     def run(self, *args: str, cache: Path | None = None) -> tuple[str, str]:
         self.read.clear()
         env = {"XDG_CACHE_HOME": str(cache or self.cache)}
-        result = runner.invoke(app, ["report", str(self.folder), "--brief", "--jobs", "1", *args], env=env)
+        result = runner.invoke(app, ["report", str(self.folder), *self.view, "--jobs", "1", *args], env=env)
         assert result.exit_code == 0, result.stderr
         return result.stdout, result.stderr
 
@@ -101,6 +103,27 @@ def test_a_folder_reported_again_is_answered_from_its_memo(
         if args:  # (with the profile, the first run's predictions came from an empty one)
             assert again == first
     assert len(runs.memos()) == 2  # one per setting of the profile
+
+
+@pytest.mark.parametrize("by", ["session", "day", "project"])
+def test_a_usage_table_again_takes_each_file_s_calls_from_its_memo(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str
+) -> None:
+    """``--by`` keeps each file's billed calls (no prior to check: a usage table predicts
+    nothing); the profile learns from them as from the file."""
+    runs = Runs(folder, tmp_path / "cache", monkeypatch, view=("--by", by))
+    first = runs.run()
+    assert len(runs.read) == len(SOURCES) and "total" in first[0]
+    profile = tmp_path / "cache" / "ctxfold" / "profile.json"
+    learned = profile.read_bytes()
+    twin = runs.twin()
+    assert runs.run() == twin == first
+    assert runs.read == [] and profile.read_bytes() == learned
+    changed = sorted(folder.iterdir())[0]
+    with changed.open("ab") as f:
+        f.write(changed.read_bytes().splitlines(keepends=True)[-1])
+    twin = runs.twin()
+    assert runs.run() == twin and runs.read == [str(changed)]
 
 
 def test_a_file_changed_since_is_reported_afresh(

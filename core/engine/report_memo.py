@@ -1,19 +1,20 @@
-"""What a many-file ``report --brief`` showed of each file, kept for the next run of it.
+"""What ``report --brief`` and ``report --by`` showed of each file, kept for the next run.
 
 Reporting a folder read before, the count cache answers every file, and what is left is per
 file: reading its answer back, replaying it, pricing it (2,000 logs: 0.75 s in all). Yet the
-line a file gets depends only on its bytes, the settings and the prior it was predicted from
-before its first real count. So each file's line (``report_doc.Brief``) is kept here with what
-it depended on:
+line a file gets in ``--brief``'s table (``report_doc.Brief``) depends only on its bytes, the
+settings and the prior it was predicted from before its first real count, and its calls in
+``--by``'s (``usage.Sheet``) on its bytes and the settings alone. So each file's line is kept
+here with what it depended on:
 
 * the file as its metadata showed it before it was read (``filecheck.unchanged``: the same
   size, times and inode, and no write since shortly before);
 * the settings, in the memo's key: the count cache's (model, tokenizer, window, format, the
   config's models, ctxfold's code), the report's (calibration, buffer, ``--max-tokens``,
   ``--simulate-compaction``, ``--trigger``), the config file (its prices) and the inputs named;
-* with the learned profile, the question its prior asked the profile and the answer: the
-  profile changes as files are learned, so the line stands only if the profile answers the
-  same now (then what the file taught the profile is taught again, in file order).
+* for ``--brief`` with the learned profile, the question its prior asked the profile and the
+  answer: the profile changes as files are learned, so the line stands only if the profile
+  answers the same now. What the file taught the profile is taught again, in file order.
 
 A file that fails any check is reported as without the memo, and its line kept for next time.
 The memo is a cache: one file per key in ``~/.cache/ctxfold/reports``, written atomically,
@@ -28,7 +29,7 @@ import os
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,9 +37,10 @@ import orjson
 
 from ctxfold.atomic import write_unsynced
 from ctxfold.engine.calibration import Prior
+from ctxfold.engine.cost import Call
 from ctxfold.engine.profile import Observation, Profiles
-from ctxfold.engine.replay import Report
-from ctxfold.engine.report_doc import Brief, brief_of
+from ctxfold.engine.report_doc import Brief
+from ctxfold.engine.usage import Billed, Sheet
 from ctxfold.hashes import digest, file_identity
 from ctxfold.paths import cache_dir
 from ctxfold.tokens.estimate import FileEstimate
@@ -85,12 +87,66 @@ def read_seen(work: Callable[..., FileEstimate], path: str, **kw: Any) -> Read:
     return Read(seen(path), work(path, **kw))
 
 
-class ReportMemo:
-    """The memo of one command (its settings and inputs): ``fresh`` and ``use`` read it,
-    ``record`` adds to it, ``save`` writes it with the files of this run only."""
+class BriefLines:
+    """``--brief``'s lines (``report_doc.Brief``): their summary and errors, and the profile's
+    question and answer they were predicted from."""
 
-    def __init__(self, key: dict[str, Any], profiles: Profiles | None, folder: Path | None = None) -> None:
+    name = "brief"
+
+    @staticmethod
+    def entry(line: Brief, asked: tuple[Any, Prior | None]) -> dict[str, Any]:
+        question, answer = asked
+        return {
+            "summary": line.summary,
+            "errors": list(line.errors),
+            "question": None if question is None else list(question),
+            "prior": None if answer is None else list(_prior_row(answer)),
+        }
+
+    @staticmethod
+    def line(path: str, kept: dict[str, Any], profiles: Profiles | None) -> Brief | None:
+        """The line, if the profile gives its prior the same answer now (None: made afresh)."""
+        brief = Brief(path, tuple(kept["warnings"]), kept["summary"], tuple(kept["errors"]))
+        if profiles is not None:
+            if kept["question"] is None or kept["prior"] is None:
+                return None
+            key, provider, session, project, family = kept["question"]
+            got = profiles.prior(key, provider, exclude=session, project=project, family=family)
+            if list(_prior_row(got)) != kept["prior"]:
+                return None
+        return brief
+
+
+class UsageLines:
+    """``--by``'s lines (``usage.Sheet``): a session's billed calls and its project."""
+
+    name = "usage"
+
+    @staticmethod
+    def entry(line: Sheet, asked: tuple[Any, Prior | None]) -> dict[str, Any]:
+        calls = [[b.model, b.timestamp, *astuple(b.call)] for b in line.calls]
+        return {"project": line.project, "skipped": list(line.skipped), "calls": calls}
+
+    @staticmethod
+    def line(path: str, kept: dict[str, Any], profiles: Profiles | None) -> Sheet:
+        calls = tuple(Billed(Call(*c[2:]), c[0], c[1]) for c in kept["calls"])
+        return Sheet(path, kept["project"], calls, tuple(kept["warnings"]), tuple(kept["skipped"]))
+
+
+KINDS = {k.name: k for k in (BriefLines, UsageLines)}
+
+
+class ReportMemo:
+    """The memo of one command (its settings and inputs) and kind of line (``KINDS``):
+    ``fresh`` and ``use`` read it, ``record`` adds to it, ``save`` writes it with the files of
+    this run only."""
+
+    def __init__(
+        self, kind: str, key: dict[str, Any], profiles: Profiles | None, folder: Path | None = None
+    ) -> None:
+        self.kind = KINDS[kind]
         self.profiles = profiles
+        key = {**key, "kind": kind}
         canonical = orjson.dumps(key, option=orjson.OPT_SORT_KEYS, default=repr)
         self.path = (folder or cache_dir() / "reports") / f"{digest(canonical)}.memo"
         self.key = orjson.loads(canonical)
@@ -140,77 +196,66 @@ class ReportMemo:
         return {p: Kept(p, k) for p in paths if (k := self.fresh(p)) is not None}
 
     def finisher(
-        self, replayed: Callable[[FileEstimate], Report], work: Callable[..., FileEstimate]
-    ) -> Callable[[Kept | Read], Brief]:
-        """Each file's line, in file order: the memo's (:meth:`use`), else its report's
-        (``replayed``; a file the memo held but the profile now answers otherwise is read
-        again, here, with ``work``), kept for the next run."""
+        self, make: Callable[[FileEstimate], Any], work: Callable[..., FileEstimate]
+    ) -> Callable[..., Any]:
+        """Each file's line, in file order: the memo's (:meth:`use`), else ``make``'s (which
+        teaches the profile what the file shows; a file the memo held but the profile now
+        answers otherwise is read again, here, with ``work``), kept for the next run."""
 
-        def finish(got: Kept | Read) -> Brief:
+        def finish(got: Kept | Read) -> Any:
             if isinstance(got, Kept):
-                brief = self.use(got.path, got.entry)
-                if brief is not None:
-                    return brief
+                line = self.use(got.path, got.entry)
+                if line is not None:
+                    return line
                 got = read_seen(work, got.path)
             asked = self.asked(got.est)
-            brief = brief_of(replayed(got.est))
-            self.record(got.seen, got.est, brief, asked)
-            return brief
+            line = make(got.est)
+            self.record(got.seen, got.est, line, asked)
+            return line
 
         return finish
 
-    def use(self, path: str, kept: dict[str, Any]) -> Brief | None:
-        """``kept`` as ``path``'s line, if the profile gives its prior the same answer now
-        (then what the file taught it is taught again); None: report the file afresh."""
+    def use(self, path: str, kept: dict[str, Any]) -> Any:
+        """``kept`` as ``path``'s line, if it stands (``KINDS``' ``line``); then what the file
+        taught the profile is taught again. None: report the file afresh."""
         lesson = None
         try:
-            question, answer, taught = kept["question"], kept["prior"], kept["lesson"]
-            brief = Brief(path, tuple(kept["warnings"]), kept["summary"], tuple(kept["errors"]))
-            if self.profiles is not None:
-                if question is None or answer is None:
-                    return None
-                key, provider, session, project, family = question
-                got = self.profiles.prior(key, provider, exclude=session, project=project, family=family)
-                if list(_prior_row(got)) != answer:
-                    return None
-                if taught is not None:
-                    key, session, obs, project, provider = taught
-                    lesson = (key, session, Observation(**obs), project, provider)
+            line = self.kind.line(path, kept, self.profiles)
+            taught = kept["lesson"]
+            if line is not None and self.profiles is not None and taught is not None:
+                key, session, obs, project, provider = taught
+                lesson = (key, session, Observation(**obs), project, provider)
         except (KeyError, TypeError, ValueError):  # a memo not as this code writes it
+            return None
+        if line is None:
             return None
         if self.profiles is not None and lesson is not None:
             self.profiles.learn(*lesson)  # (checked first: taught whole or not at all)
         self.kept[os.path.abspath(path)] = kept
-        return brief
+        return line
 
     def asked(self, est: FileEstimate) -> tuple[Any, Prior | None]:
         """Before ``est`` is reported: the profile's question and answer, as ``use`` checks them."""
         from ctxfold.engine.now import base_prior, profile_question
 
-        if self.profiles is None:
+        if self.profiles is None or self.kind is not BriefLines:
             return None, None
         return profile_question(est), base_prior(est, self.profiles, leave_out=True)
 
-    def record(
-        self, was: Seen | None, est: FileEstimate, brief: Brief, asked: tuple[Any, Prior | None]
-    ) -> None:
-        """Keep ``brief``, the line of ``est`` read from the file as ``was`` saw it, with the
+    def record(self, was: Seen | None, est: FileEstimate, line: Any, asked: tuple[Any, Prior | None]) -> None:
+        """Keep ``line``, made from ``est`` read from the file as ``was`` saw it, with the
         profile's question and answer (``asked``) and the lesson it taught."""
         from ctxfold.engine.now import lesson
 
         if was is None or est.path == "-":
             return
         taught = lesson(est) if self.profiles is not None else None
-        question, answer = asked
         self.kept[os.path.abspath(est.path)] = {
             "stat": was.identity,
             "kept_ns": was.kept_ns,
             "warnings": [*est.model.warnings, *est.notes[est.cache_notes :]],
-            "summary": brief.summary,
-            "errors": list(brief.errors),
-            "question": None if question is None else list(question),
-            "prior": None if answer is None else list(_prior_row(answer)),
             "lesson": None if taught is None else [*taught[:2], asdict(taught[2]), *taught[3:]],
+            **self.kind.entry(line, asked),
         }
         self.changed = True
 

@@ -136,17 +136,35 @@ def session_of(est: FileEstimate) -> str:
     return est.path
 
 
-def group(estimates: Iterable[FileEstimate], by: str, prices: PriceList) -> list[Group]:
-    """The calls of ``estimates`` totalled per day, project or session: days in date order
+@dataclass(frozen=True)
+class Sheet:
+    """What the usage tables take of one session: its billed calls, the session and project
+    they are totalled under, and what to warn of (its warnings, the lines it skipped). Plain
+    data: kept from one run to the next by ``report_memo``."""
+
+    session: str
+    project: str
+    calls: tuple[Billed, ...]
+    warnings: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+
+def sheet(est: FileEstimate) -> Sheet:
+    return Sheet(
+        session_of(est), project_of(est), tuple(billed(est)), tuple(est.warnings), tuple(est.skipped)
+    )
+
+
+def group(sheets: Iterable[Sheet], by: str, prices: PriceList) -> list[Group]:
+    """The calls of ``sheets`` totalled per day, project or session: days in date order
     (``unknown`` last), projects and sessions in the order first seen."""
     if by not in GROUPINGS:
         raise UsageError(f"--by takes {', '.join(GROUPINGS)}, not {by!r}")
     groups: dict[str, Group] = {}
-    for est in estimates:
-        session = session_of(est)
-        for b in billed(est):
-            key = day_of(b.timestamp) if by == "day" else project_of(est) if by == "project" else session
-            groups.setdefault(key, Group(key)).add(b, session, prices)
+    for s in sheets:
+        for b in s.calls:
+            key = day_of(b.timestamp) if by == "day" else s.project if by == "project" else s.session
+            groups.setdefault(key, Group(key)).add(b, s.session, prices)
     out = list(groups.values())
     if by == "day":
         out.sort(key=lambda g: (g.key == UNKNOWN_DAY, g.key))
@@ -185,7 +203,7 @@ def total(groups: Sequence[Group]) -> Group:
 
 def table_doc(estimates: Sequence[FileEstimate], by: str, prices: PriceList) -> dict[str, Any]:
     """``report --by``'s part of the ``--json`` document."""
-    groups = group(estimates, by, prices)
+    groups = group(map(sheet, estimates), by, prices)
     return {"by": by, "rows": [g.to_dict() for g in groups], "total": total(groups).to_dict()}
 
 
