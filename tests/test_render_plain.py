@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,28 +43,42 @@ def _both(cols: list[Col], width: int, terminal: bool = False) -> tuple[str | No
     return (fast.file.getvalue() if rows is not None else None), rich.file.getvalue()  # type: ignore[attr-defined]
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    data=st.data(),
-    ncols=st.integers(1, 6),
-    nrows=st.integers(0, 6),
-    width=st.integers(20, 120),
-    terminal=st.booleans(),
-)
+def _tables(widest: int) -> Callable[[Callable[..., None]], Any]:
+    """A property test over tables: ``ncols`` columns of ``nrows`` cells drawn from ``data``,
+    laid out ``width`` cells wide (20 to ``widest``), piped or on a ``terminal``."""
+    drawn = given(
+        data=st.data(),
+        ncols=st.integers(1, 6),
+        nrows=st.integers(0, 6),
+        width=st.integers(20, widest),
+        terminal=st.booleans(),
+    )
+    return lambda test: settings(max_examples=300, deadline=None)(drawn(test))
+
+
+@_tables(widest=120)
 def test_plain_table_is_what_rich_prints(
     data: st.DataObject, ncols: int, nrows: int, width: int, terminal: bool
 ) -> None:
+    headers = st.from_regex(r"[a-f](?:[a-f #]{0,8}[a-f])?", fullmatch=True)  # as the headers are
+    fast, rich = _both(_columns(data, ncols, nrows, headers, WORDS), width, terminal)
+    if fast is not None:
+        assert fast == rich
+
+
+def _columns(
+    data: st.DataObject, ncols: int, nrows: int, names: st.SearchStrategy[str], cells: st.SearchStrategy[str]
+) -> list[Col]:
+    """``ncols`` columns of ``nrows`` cells, each left or right, wrapping (and folding) or not."""
     cols = []
     for _ in range(ncols):
-        name = data.draw(st.from_regex(r"[a-f](?:[a-f #]{0,8}[a-f])?", fullmatch=True))  # as the headers are
-        cells = data.draw(st.lists(WORDS, min_size=nrows, max_size=nrows))
+        name = data.draw(names)
+        column = data.draw(st.lists(cells, min_size=nrows, max_size=nrows))
         justify = data.draw(st.sampled_from(["left", "right"]))
         wrap = data.draw(st.booleans())
         fold = data.draw(st.sampled_from([0, 12])) if wrap else 0
-        cols.append(Col(name, cells, justify=justify, wrap=wrap, fold=fold))
-    fast, rich = _both(cols, width, terminal)
-    if fast is not None:
-        assert fast == rich
+        cols.append(Col(name, column, justify=justify, wrap=wrap, fold=fold))
+    return cols
 
 
 # what a table too wide for its terminal holds: words, and paths longer than a column (folded)
@@ -72,29 +87,15 @@ LONG = st.text(alphabet="abc019,.%$-_/", min_size=1, max_size=14) | st.text(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    data=st.data(),
-    ncols=st.integers(1, 6),
-    nrows=st.integers(0, 6),
-    width=st.integers(20, 160),
-    terminal=st.booleans(),
-)
+@_tables(widest=160)
 def test_a_table_too_wide_is_wrapped_as_rich_wraps_it(
     data: st.DataObject, ncols: int, nrows: int, width: int, terminal: bool
 ) -> None:
     """Columns narrowed and cells wrapped and folded (``plain_table``): of one-cell characters,
     never left to Rich, and what Rich prints."""
-    cols = []
-    for _ in range(ncols):
-        name = data.draw(st.sampled_from(["file", "models", "calls", "cost", "session", "p90"]))
-        words = st.lists(LONG, min_size=1, max_size=4).map(" ".join)
-        cells = data.draw(st.lists(words, min_size=nrows, max_size=nrows))
-        wrap = data.draw(st.booleans())
-        fold = data.draw(st.sampled_from([0, 12])) if wrap else 0
-        justify = data.draw(st.sampled_from(["left", "right"]))
-        cols.append(Col(name, cells, justify=justify, wrap=wrap, fold=fold))
-    fast, rich = _both(cols, width, terminal)
+    names = st.sampled_from(["file", "models", "calls", "cost", "session", "p90"])
+    cells = st.lists(LONG, min_size=1, max_size=4).map(" ".join)
+    fast, rich = _both(_columns(data, ncols, nrows, names, cells), width, terminal)
     assert fast == rich
 
 
