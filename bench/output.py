@@ -6,13 +6,14 @@
 
 A folder of small logs (``_gen.generate_folder``, as ``speed.py`` makes it) is read once into a
 private count cache, so every run after it answers each log from there and what is left is the
-same work for all of them, plus the output. Then ``estimate``, ``report`` and ``report --brief``
-over the folder print their text three ways: piped (no styles, ctxfold's default width), piped
-with ``COLUMNS`` set (the width Rich takes from it), and as to a terminal (``FORCE_COLOR=1``:
-styles written). Each is run in turns with the same command's ``--json`` (the anchor: the same
-files read, a document written), and the table gives the medians and text ÷ json. With two or
-more ``--python``, every install runs in each turn, so each ratio meets the same minute.
-It prints numbers and asserts nothing.
+same work for all of them, plus the output. Then ``estimate``, ``report``, ``report --brief``
+and ``report --by session`` over the folder print their text three ways: piped (no styles,
+ctxfold's default width), piped with ``COLUMNS`` set (the width Rich takes from it), and as to
+a terminal (``FORCE_COLOR=1``: styles written). Each is run in turns with the same command's
+``--json`` (the anchor: the same files read, a document written), and the table gives the
+medians and text ÷ json. The text of ``--brief`` and ``--by`` is taken from the report memo
+from its second run on (``--json`` never is). With two or more ``--python``, every install
+runs in each turn, so each ratio meets the same minute. It prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from _child import child_env
 from _gen import MB, generate_folder
 from estimate import real_fixtures
 
-COMMANDS = {"estimate": ["estimate"], "report": ["report"], "report --brief": ["report", "--brief"]}
+COMMANDS = {
+    "estimate": ["estimate"],
+    "report": ["report"],
+    "report --brief": ["report", "--brief"],
+    "report --by session": ["report", "--by", "session"],
+}
 MODES = {"piped": {}, "COLUMNS=120": {"COLUMNS": "120"}, "terminal": {"FORCE_COLOR": "1", "COLUMNS": "120"}}
 
 
@@ -65,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         _time([*_ctl(python), "report", str(folder), "--brief", "--no-profile", "--json"], env)
         envs.append(env)
     print(
-        f"{'command':<16} {'output':<12} "
+        f"{'command':<20} {'output':<12} "
         + "  ".join(f"{'text s':>7} {'json s':>7} {'ratio':>6}" for _ in pythons)
     )
     for name, words in COMMANDS.items():
@@ -79,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                     json.append(_time([*base, "--json"], env))
                 t, j = statistics.median(text), statistics.median(json)
                 cells.append(f"{t:>7.2f} {j:>7.2f} {t / j:>6.2f}")
-            print(f"{name:<16} {mode:<12} " + "  ".join(cells), flush=True)
+            print(f"{name:<20} {mode:<12} " + "  ".join(cells), flush=True)
     return 0
 
 
