@@ -255,3 +255,20 @@ def test_the_files_left_to_read_go_to_workers_and_come_back_in_order(
     assert runs.run(*args) == twin
     assert runs.run(*args) == twin  # and once more, every line from the memo
     assert runs.read == []
+
+
+def test_the_memos_are_kept_under_a_size(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxfold.engine import report_memo
+
+    runs = Runs(folder, tmp_path / "cache", monkeypatch)
+    runs.run("--no-profile")
+    (first,) = runs.memos()
+    monkeypatch.setattr(report_memo, "MAX_BYTES", first.stat().st_size + 10)  # room for one
+    os.utime(first, ns=(1, 1))
+    runs.run("--no-profile", "--window", "100000")
+    (second,) = runs.memos()
+    assert second != first
+    runs.run("--no-profile", "--window", "100000")
+    assert runs.read == []  # the one just written is always kept

@@ -18,8 +18,8 @@ here with what it depended on:
 
 A file that fails any check is reported as without the memo, and its line kept for next time.
 The memo is a cache: one file per key in ``~/.cache/ctxfold/reports``, written atomically,
-checked by a CRC-32 (a damaged one is ignored, with a warning), the oldest removed past
-``KEPT``.
+checked by a CRC-32 (a damaged one is ignored, with a warning), those used longest ago removed
+past ``KEPT`` or ``MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from ctxfold.tokens.filecheck import unchanged
 MAGIC = b"ctxfold report memo\n"
 VERSION = 1
 KEPT = 16  # memos (commands with their settings and inputs) kept; the oldest go first
+MAX_BYTES = 64 << 20  # and in all (2,000 logs' lines take 2-3 MB)
 
 
 class Seen(NamedTuple):
@@ -260,8 +261,8 @@ class ReportMemo:
         self.changed = True
 
     def save(self) -> None:
-        """Write this run's lines (if any is new), then let the oldest memos go past ``KEPT``
-        (by when they were last used: one used as it was is touched)."""
+        """Write this run's lines (if any is new), then let the memos used longest ago go past
+        ``KEPT`` of them or ``MAX_BYTES`` in all (one used as it was is touched)."""
         if not self.changed and self.kept.keys() == self.files.keys():
             with contextlib.suppress(OSError):
                 os.utime(self.path)
@@ -270,12 +271,16 @@ class ReportMemo:
         header = orjson.dumps({"version": VERSION, "key": self.key, "crc32": zlib.crc32(body)})
         try:
             write_unsynced(self.path, (MAGIC, header, b"\n", body), prefix=".memo-", suffix=".tmp")
-            memos = sorted(self.path.parent.glob("*.memo"), key=lambda p: p.stat().st_mtime_ns)
+            memos = [(e.stat(), e.path) for e in os.scandir(self.path.parent) if e.name.endswith(".memo")]
         except OSError:
             return  # a cache: not kept this time
-        for old in memos[:-KEPT]:
-            with contextlib.suppress(OSError):
-                old.unlink()
+        memos.sort(key=lambda m: m[0].st_mtime_ns, reverse=True)
+        total = 0
+        for i, (st, path) in enumerate(memos):
+            total += st.st_size
+            if i and (i >= KEPT or total > MAX_BYTES):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
 
 def _prior_row(p: Prior) -> tuple[Any, ...]:
