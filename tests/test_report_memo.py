@@ -83,6 +83,12 @@ class Runs:
             self.run()
         assert self.read == []
 
+    def first_memo(self) -> Path:
+        """One run without the profile, and the memo it wrote."""
+        self.run("--no-profile")
+        (memo,) = self.memos()
+        return memo
+
     def memos(self) -> list[Path]:
         return sorted((self.cache / "ctxfold" / "reports").glob("*.memo"))
 
@@ -177,8 +183,7 @@ def test_a_damaged_memo_is_ignored_and_replaced(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs = Runs(folder, tmp_path / "cache", monkeypatch)
-    runs.run("--no-profile")
-    (memo,) = runs.memos()
+    memo = runs.first_memo()
     data = memo.read_bytes()
     memo.write_bytes(data[:-40] + b"x" * 40)  # its lines no longer match their checksum
     out, err = runs.run("--no-profile")
@@ -227,8 +232,7 @@ def test_the_memos_used_last_are_kept(folder: Path, tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(report_memo, "KEPT", 2)
     runs = Runs(folder, tmp_path / "cache", monkeypatch)
-    runs.run("--no-profile")
-    (first,) = runs.memos()
+    first = runs.first_memo()
     os.utime(first, ns=(1, 1))  # made long ago
     runs.run("--no-profile", "--window", "100000")
     runs.run("--no-profile")  # used again as it was: nothing new to write
@@ -263,8 +267,7 @@ def test_the_memos_are_kept_under_a_size(
     from ctxfold.engine import report_memo
 
     runs = Runs(folder, tmp_path / "cache", monkeypatch)
-    runs.run("--no-profile")
-    (first,) = runs.memos()
+    first = runs.first_memo()
     monkeypatch.setattr(report_memo, "MAX_BYTES", first.stat().st_size + 10)  # room for one
     os.utime(first, ns=(1, 1))
     runs.run("--no-profile", "--window", "100000")
