@@ -233,15 +233,21 @@ def claude_layout(files: int, kb: float, seed: int) -> tuple[Path, int, float]:
 def against_ccusage(
     python: str, env: dict[str, str], tools: list[str], files: int, kb: float, rounds: int, seed: int
 ) -> None:
-    """``report --brief`` and each ccusage on the same Claude Code folder, alternating."""
+    """``report --brief`` (and, read before, ``report --by session``) and each ccusage on the same
+    Claude Code folder, alternating."""
     home, n, mb = claude_layout(files, kb, seed)
     empty = Path(tempfile.mkdtemp(prefix="ctxfold-speed-home-"))
     cc_env = {**env, "CLAUDE_CONFIG_DIR": str(home), "HOME": str(empty), "LOG_LEVEL": "0", "NO_COLOR": "1"}
     ours = [*command(python), "report", str(home / "projects"), "--brief", "--no-profile"]
+    # ccusage's own table: tokens and cost per session (with --by: ctxfold 0.1 of late 2026 on)
+    by_session = [*ours[:-2], "--by", "session", "--no-profile"]
     # a user's second report over the same folder: its count cache already holds every log, and
     # (ctxfold 0.1 of late 2026 on) its report memo every line
     warm_env = child_env(Path(tempfile.mkdtemp(prefix="ctxfold-speed-warm-")), count_cache=True)
     timed(ours, warm_env)
+    if subprocess.run(by_session, env=warm_env, capture_output=True, check=False).returncode:
+        by_session = []  # a ctxfold without --by
+
     print(f"\nClaude Code folder of {n} logs ({mb:.1f} MB) as ~/.claude/projects holds them")
     best: dict[str, float] = {}
     for tool in tools:
@@ -260,6 +266,8 @@ def against_ccusage(
         for _ in range(rounds):
             best["ctxfold"] = min(best.get("ctxfold", 1e9), timed(ours, env)[0])
             best["warm"] = min(best.get("warm", 1e9), timed(ours, warm_env)[0])
+            if by_session:
+                best["by"] = min(best.get("by", 1e9), timed(by_session, warm_env)[0])
             times.append(timed(theirs, cc_env)[0])
         theirs_s = min(times)
         print(
@@ -267,6 +275,11 @@ def against_ccusage(
             f"ctxfold report --brief {best['ctxfold']:.2f} s, the folder read before (its count cache and memo "
             f"warm) {best['warm']:.2f} s; ctxfold/ccusage {best['ctxfold'] / theirs_s:.2f}, "
             f"read before {best['warm'] / theirs_s:.2f}"
+            + (
+                f"; report --by session, read before, {best['by']:.2f} s ({best['by'] / theirs_s:.2f})"
+                if "by" in best
+                else ""
+            )
         )
 
 
