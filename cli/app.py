@@ -348,7 +348,9 @@ def report(
     if failed:
         raise SystemExit(EXIT_FAILURE)
     if fail_on:
-        sums = [b.summary for b in lines] if lines is not None else [brief_of(r).summary for r in reports]
+        from ctxfold.engine.report_doc import summary
+
+        sums = [b.summary for b in lines] if lines is not None else [summary(r) for r in reports]
         if fail_on == "compact" and any(s["first_fire"] is not None for s in sums):
             raise SystemExit(EXIT_CONDITION)
         if fail_on == "overflow" and any(s["overflows"] for s in sums):

@@ -43,7 +43,8 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.usage import session_usage
 
-    for rep in reports:
+    briefs = [brief_of(rep) for rep in reports]
+    for rep, b in zip(reports, briefs, strict=True):
         est, pol = rep.estimate, rep.policy
         for w in est.warnings:
             warn(f"{est.path}: {w}")
@@ -58,7 +59,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             ("requests", f"{s['requests']:,} ({s['requests_with_real']:,} with real counts)"),
         ]
         if s["median_error_pct"] is not None:
-            facts.append(("accuracy", _accuracy(s, [brief_of(rep)])))
+            facts.append(("accuracy", _accuracy(s, [b])))
         fire = s["first_fire"]
         facts.append(
             (
@@ -109,7 +110,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             print_facts([("", f"plot written to {plot}")], key_width=0)
         render.blank()
     if len(reports) > 1:
-        report_totals([brief_of(rep) for rep in reports])
+        report_totals(briefs)
 
 
 def _trigger_facts(t: dict[str, Any]) -> list[tuple[str, str]]:

@@ -35,9 +35,13 @@ class Brief:
 
 
 def brief_of(report: Report) -> Brief:
-    errors = tuple(abs(r.error) for r in report.rows if r.error is not None and not r.first_in_segment)
     est = report.estimate
-    return Brief(est.path, tuple(est.warnings), summary(report), errors)
+    return Brief(est.path, tuple(est.warnings), summary(report), tuple(_errors(report.rows)))
+
+
+def _errors(rows: Sequence[Row]) -> list[float]:
+    """|error| of each request predicted from an earlier real count (not a segment's first)."""
+    return [abs(r.error) for r in rows if r.error is not None and not r.first_in_segment]
 
 
 def summary(report: Report) -> dict[str, Any]:
@@ -49,7 +53,7 @@ def summary(report: Report) -> dict[str, Any]:
 
 def _summary(report: Report) -> dict[str, Any]:
     rows = report.rows
-    errors = [abs(r.error) for r in rows if r.error is not None and not r.first_in_segment]
+    errors = _errors(rows)
     fire = report.first_fire
     recorded = []
     fires: dict[int, int] = {}  # each segment's first firing: its position in the rows
