@@ -42,7 +42,9 @@ with ``CLAUDE_CONFIG_DIR``, ``HOME`` an empty folder, so it reads nothing else a
 prices), alternating, best of the rounds: ctxfold's wall time over ccusage's, cold (no count
 cache, as every figure above) and as a second report over the same folder finds it (a private
 count cache filled by one run first: every log answered from it, and every line from the
-report memo that run kept). Without one, a note says how to add it.
+report memo that run kept). Above them, the least time any cold report of that folder can take
+here (``floor.py``: parsing every line and counting every text with the fastest tools, spread
+over the cores). Without a ccusage, a note says how to add it.
 
 Last, the other two benchmarks of the issue, as their own scripts print them (``--no-more``
 leaves them out): ``memory.py`` (peak RSS of estimate, report and compact at three sizes and
@@ -249,6 +251,11 @@ def against_ccusage(
         by_session = []  # a ctxfold without --by
 
     print(f"\nClaude Code folder of {n} logs ({mb:.1f} MB) as ~/.claude/projects holds them")
+    from floor import describe, floor
+
+    from ctxfold.tokens.parallel import cpus
+
+    print("  " + describe(floor(sorted((home / "projects").glob("*/*.jsonl")), cpus())))
     best: dict[str, float] = {}
     for tool in tools:
         version = subprocess.run(
