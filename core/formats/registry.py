@@ -37,10 +37,17 @@ FORMATS: dict[str, str] = {name: f"{_PKG}.{folder}" for name, folder, _ in _TABL
 WRITERS: dict[str, str] = {name: f"{_PKG}.{folder}.writer" for name, folder, writes in _TABLE if writes}
 
 
+_loaded: dict[str, ModuleType] = {}  # a folder of logs asks for each format a dozen times a file
+
+
 def get(name: str) -> ModuleType:
+    module = _loaded.get(name)
+    if module is not None:
+        return module
     if name not in FORMATS:
         raise UsageError(f"unknown format {name!r}{did_you_mean(name, list(FORMATS))}")
-    return importlib.import_module(FORMATS[name])
+    module = _loaded[name] = importlib.import_module(FORMATS[name])
+    return module
 
 
 def detect(objs: Sequence[Any]) -> tuple[str, int]:

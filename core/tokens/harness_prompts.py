@@ -150,9 +150,15 @@ def _rows(harness: str) -> list[dict[str, Any]]:
     return sorted(t["versions"], key=lambda r: vkey(r["version"])) if t else []
 
 
-def _nearest(rows: list[dict[str, Any]], version: str) -> dict[str, Any]:
-    """The measured row closest to ``version``: the same major.minor first, then the fewest
-    patch releases away; between two equally near, the older (a prompt is inherited forward)."""
+@functools.lru_cache(maxsize=1024)
+def _nearest(harness: str, subagent: bool, version: str) -> int:
+    """Where in ``choose``'s rows (``subagent``: a sub-agent's) the measured row closest to
+    ``version`` is: the same major.minor first, then the fewest patch releases away; between
+    two equally near, the older (a prompt is inherited forward). Kept per version: a folder of
+    logs asks the same few thousands of times."""
+    rows = _rows(harness)
+    if subagent:
+        rows = [r for r in rows if r.get("subagent")] or rows
     want = vkey(version)
 
     def distance(r: dict[str, Any]) -> tuple[int, int, int]:
@@ -162,7 +168,7 @@ def _nearest(rows: list[dict[str, Any]], version: str) -> dict[str, Any]:
         patch = (have[2] if len(have) > 2 else 0) - (want[2] if len(want) > 2 else 0)
         return (0, abs(patch), 1 if patch > 0 else 0)
 
-    return min(rows, key=distance)
+    return min(range(len(rows)), key=lambda i: distance(rows[i]))
 
 
 def _flat(v: tuple[int, ...]) -> int:
@@ -193,7 +199,7 @@ def choose(harness: str, facts: LogFacts, *, agent: str | None, tokenizer: str) 
         rows = [r for r in rows if r.get("subagent")] or rows
     name = NAMES.get(harness, harness)
     if facts.version:
-        row = _nearest(rows, facts.version)
+        row = rows[_nearest(harness, agent is not None, facts.version)]
         same = row["version"] == facts.version
         basis = f"the log's own version {facts.version}" if same else f"nearest measured to {facts.version}"
     else:
