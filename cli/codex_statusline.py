@@ -36,7 +36,7 @@ from ctxfold.tokens.parallel import WORKERS_ENV
 URI = "ui://ctxfold/statusline"
 STATE = "com.openai/codex-statusline-state"  # where a read's params carry Codex's snapshot
 PROTOCOL = "2025-06-18"  # the MCP revision answered when the client names none
-WAIT = 0.6  # seconds a read waits for a new line (Codex allows one)
+WAIT = 0.4  # seconds a read waits for a new line (Codex allows one: the rest is for a busy machine)
 READING = "ctxfold: reading this session…"
 USAGE = "ctxfold statusline --codex is Codex's status line provider: Codex starts it and talks to it"
 TOOL = {
