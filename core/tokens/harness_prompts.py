@@ -144,21 +144,21 @@ def vkey(version: str) -> tuple[int, ...]:
 
 
 @functools.cache
-def _rows(harness: str) -> list[dict[str, Any]]:
-    """The measured versions of ``harness``'s table, oldest first (sorted once per process)."""
+def _rows(harness: str, subagent: bool = False) -> list[dict[str, Any]]:
+    """The measured versions of ``harness``'s table, oldest first (sorted once per process); for
+    a ``subagent``'s transcript, those whose sub-agent was measured (all when none was)."""
+    if subagent:
+        return [r for r in _rows(harness) if r.get("subagent")] or _rows(harness)
     t = table(harness)
     return sorted(t["versions"], key=lambda r: vkey(r["version"])) if t else []
 
 
 @functools.lru_cache(maxsize=1024)
-def _nearest(harness: str, subagent: bool, version: str) -> int:
-    """Where in ``choose``'s rows (``subagent``: a sub-agent's) the measured row closest to
-    ``version`` is: the same major.minor first, then the fewest patch releases away; between
-    two equally near, the older (a prompt is inherited forward). Kept per version: a folder of
-    logs asks the same few thousands of times."""
-    rows = _rows(harness)
-    if subagent:
-        rows = [r for r in rows if r.get("subagent")] or rows
+def _nearest(harness: str, subagent: bool, version: str) -> dict[str, Any]:
+    """The row of ``_rows(harness, subagent)`` closest to ``version``: the same major.minor first,
+    then the fewest patch releases away; between two equally near, the older (a prompt is
+    inherited forward). Kept per version: a folder of logs asks the same few thousands of times."""
+    rows = _rows(harness, subagent)
     want = vkey(version)
 
     def distance(r: dict[str, Any]) -> tuple[int, int, int]:
@@ -168,7 +168,7 @@ def _nearest(harness: str, subagent: bool, version: str) -> int:
         patch = (have[2] if len(have) > 2 else 0) - (want[2] if len(want) > 2 else 0)
         return (0, abs(patch), 1 if patch > 0 else 0)
 
-    return min(range(len(rows)), key=lambda i: distance(rows[i]))
+    return min(rows, key=distance)
 
 
 def _flat(v: tuple[int, ...]) -> int:
@@ -192,14 +192,12 @@ def _by_date(rows: list[dict[str, Any]], started: str | None) -> tuple[dict[str,
 
 def choose(harness: str, facts: LogFacts, *, agent: str | None, tokenizer: str) -> HarnessPrompt | None:
     """The measured prompt of the harness version and variant that wrote this log."""
-    rows = _rows(harness)
+    rows = _rows(harness, subagent=agent is not None)  # a sub-agent's transcript: its own measures
     if not rows:
         return None
-    if agent is not None:  # a sub-agent's transcript: the versions whose sub-agent was measured
-        rows = [r for r in rows if r.get("subagent")] or rows
     name = NAMES.get(harness, harness)
     if facts.version:
-        row = rows[_nearest(harness, agent is not None, facts.version)]
+        row = _nearest(harness, agent is not None, facts.version)
         same = row["version"] == facts.version
         basis = f"the log's own version {facts.version}" if same else f"nearest measured to {facts.version}"
     else:
