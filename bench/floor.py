@@ -46,10 +46,15 @@ def _best(work: Callable[[], Any]) -> tuple[Any, float]:
 
 def _engines() -> dict[str, tuple[Any, float]]:
     """Each exact engine installed here, built and timed: name -> (its count, seconds to load)."""
-    from ctxfold.tokens.engines import quicktok_encoding, rs_bpe_encoding
+    from ctxfold.tokens.engines import TiktokenEngine, quicktok_encoding, rs_bpe_encoding
 
     found: dict[str, tuple[Any, float]] = {}
-    for name, build in (("quicktok", quicktok_encoding), ("rs-bpe", rs_bpe_encoding)):
+    builds: tuple[tuple[str, Callable[[str], tuple[Any, str]]], ...] = (
+        ("quicktok", quicktok_encoding),
+        ("rs-bpe", rs_bpe_encoding),
+        ("tiktoken", lambda name: (TiktokenEngine(name), "")),  # the reference, always at hand
+    )
+    for name, build in builds:
         start = time.perf_counter()  # once: an engine may keep what it built for the next call
         tok, _ = build("o200k_base")
         if tok is not None:
