@@ -2,8 +2,8 @@
 
 Run as ``python providerrec.py OUT``: for each message Codex sends, one JSON line as it comes
 (the wall time, its method) and one once answered (with how long the answer took and, for a
-status line read, the text answered), appended to ``OUT``. A test then tells a provider that answered late or wrong from a Codex that
-stopped asking.
+status line read, the text answered), appended to ``OUT``. A test then tells a provider that
+answered late or wrong from a Codex that stopped asking.
 """
 
 from __future__ import annotations
