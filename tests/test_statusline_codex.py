@@ -335,3 +335,23 @@ def test_it_counts_without_helper_processes(tmp_path: Path, server: Any) -> None
     assert "tokens" in str(tree), tree
     assert not seen, f"the provider started helper processes: {seen}"
     s.close()
+
+
+def test_what_the_provider_loads_while_codex_starts_is_what_a_line_loads(tmp_path: Path) -> None:
+    """The warm-up swallows its errors (a read says them), so a module renamed would leave it
+    loading nothing: in a fresh process each of its names is loaded once it ran, and each is one
+    that making a line loads (in another fresh process, without the warm-up)."""
+    rollout = (
+        real_files("codex")[0] if real_files("codex") else sorted((FIXTURES / "codex").glob("*.jsonl"))[0]
+    )
+    warmed = "from ctxfold.cli import codex_statusline as cs\ncs._warm()\n"
+    made = (
+        "from ctxfold.cli import codex_statusline as cs\n"
+        f"cs.line_for({{'transcript_path': {str(rollout)!r}}}, color=False)\n"
+    )
+    check = "import sys\nprint([n for n in cs.WARM if n not in sys.modules])\n"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for code in (warmed, made):
+        done = subprocess.run([sys.executable, "-c", code + check], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[]", code
