@@ -39,7 +39,7 @@ def sparkline(values: Sequence[int], top: int, width: int = 60) -> str:
 
 
 def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: str | None) -> None:
-    from ctxfold.engine.report_doc import brief_of, summary
+    from ctxfold.engine.report_doc import brief_of
     from ctxfold.engine.report_doc import explain as explain_lines
     from ctxfold.engine.usage import session_usage
 
@@ -50,7 +50,7 @@ def report(reports: Sequence[Report], *, all_rows: bool, explain: bool, plot: st
             warn(f"{est.path}: {w}")
         for bad in est.skipped:
             warn(f"skipped {bad}")
-        s = summary(rep)
+        s = b.summary
         render.heading(est.path, f"  ({est.format}, {est.model.name or 'model ?'})")
         facts = [
             ("window", f"{pol.window:,} ({pol.window_source or est.model.window_source})"),

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ctxfold.config import Config
@@ -73,10 +73,7 @@ def base_prior(est: FileEstimate, profiles: Profiles | None, *, leave_out: bool 
     :func:`profile_question` (or the shipped default)."""
     if profiles is None:
         return default_prior(source_of(est.format, est.replay.agent), est.model.provider)
-    key, provider, session, project, family = profile_question(est)
-    return profiles.prior(
-        key, provider, exclude=session if leave_out else None, project=project, family=family
-    )
+    return profile_answer(profiles, profile_question(est), leave_out=leave_out)
 
 
 def profile_question(est: FileEstimate) -> tuple[str, str, str, str | None, str | None]:
@@ -84,6 +81,15 @@ def profile_question(est: FileEstimate) -> tuple[str, str, str, str | None, str 
     harness prompt family (``Profiles.prior``'s arguments)."""
     family = est.harness_prompt.family if est.harness_prompt else None
     return _key(est), est.model.provider, _session(est), _project(est), family
+
+
+def profile_answer(profiles: Profiles, question: Sequence[Any], *, leave_out: bool = True) -> Prior:
+    """The profile's prior for a :func:`profile_question` (without that session's own values
+    when ``leave_out``), as it answers now."""
+    key, provider, session, project, family = question
+    return profiles.prior(
+        key, provider, exclude=session if leave_out else None, project=project, family=family
+    )
 
 
 def with_prompt(prior: Prior, prompt: HarnessPrompt | None) -> Prior:

@@ -109,11 +109,11 @@ class BriefLines:
         """The line, if the profile gives its prior the same answer now (None: made afresh)."""
         brief = Brief(path, tuple(kept["warnings"]), kept["summary"], tuple(kept["errors"]))
         if profiles is not None:
+            from ctxfold.engine.now import profile_answer
+
             if kept["question"] is None or kept["prior"] is None:
                 return None
-            key, provider, session, project, family = kept["question"]
-            got = profiles.prior(key, provider, exclude=session, project=project, family=family)
-            if list(_prior_row(got)) != kept["prior"]:
+            if list(_prior_row(profile_answer(profiles, kept["question"]))) != kept["prior"]:
                 return None
         return brief
 
