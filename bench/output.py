@@ -11,9 +11,10 @@ and ``report --by session`` over the folder print their text three ways: piped (
 ctxfold's default width), piped with ``COLUMNS`` set (the width Rich takes from it), and as to
 a terminal (``FORCE_COLOR=1``: styles written). Each is run in turns with the same command's
 ``--json`` (the anchor: the same files read, a document written), and the table gives the
-medians and text ÷ json. The text of ``--brief`` and ``--by`` is taken from the report memo
-from its second run on (``--json`` never is). With two or more ``--python``, every install
-runs in each turn, so each ratio meets the same minute. It prints numbers and asserts nothing.
+medians and text ÷ json. The lines of ``--brief`` (text and ``--json``) and the text of
+``--by`` are taken from the report memo (the first read fills ``--brief``'s); the whole
+``--json`` documents never are. With two or more ``--python``, every install runs in each
+turn, so each ratio meets the same minute. It prints numbers and asserts nothing.
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ def report(
     read = partial(read_files, expanded, jobs=jobs, preload=preload, pending=pending)
     # a table of one line per file (--brief's, or the calls --by totals) needs only that of each
     lines_of: Callable[[FileEstimate], Any] | None = None
-    if brief and not (json_out or plot):
+    if brief and not plot:
         kind, lines_of = "brief", partial(_brief_line, replayed)
     elif by and not (json_out or fail_on or plot):  # no replay: the profile still learns
         kind, lines_of = "usage", partial(_sheet_of, profiles)
@@ -169,7 +169,7 @@ def report(
             from ctxfold.engine.report_memo import read_seen
 
             memo = _report_memo(
-                kind, files, profiles, calibration=calibration, buffer=buffer, max_tokens=max_tokens,
+                kind, files, profiles, notes, json_out=json_out, calibration=calibration, buffer=buffer, max_tokens=max_tokens,
                 simulate=simulate_compaction, trigger=trigger, config=config,
                 counts=settings_key(model=model, tokenizer=counted_with, window=window, fmt=fmt,
                                     skip_invalid=skip_invalid, config=config),
@@ -187,7 +187,9 @@ def report(
         from ctxfold.cli.plot import draw
 
         draw(reports[0], plot)
-    if json_out:
+    if json_out and lines is not None:  # --brief's lines
+        render.emit_json(_brief_document(notes, lines, failed))
+    elif json_out:
         render.emit_json(_document(notes, docs, failed, reports, by, config.prices))
     else:
         _render(lines, reports, failed, brief=brief, by=by, all_rows=all_rows, explain=explain, plot=plot)
@@ -237,9 +239,17 @@ def _sheet_of(profiles: "Profiles | None", est: "FileEstimate") -> "Sheet":
     return sheet(est)
 
 
-def _report_memo(kind: str, files: list[str], profiles: "Profiles | None", **settings: Any) -> "ReportMemo":
+def _report_memo(
+    kind: str,
+    files: list[str],
+    profiles: "Profiles | None",
+    notes: list[str],
+    *,
+    json_out: bool,
+    **settings: Any,
+) -> "ReportMemo":
     """The memo of ``report``'s lines of ``kind`` over ``files`` with these ``settings`` (its
-    key), its warnings said (a damaged memo)."""
+    key), its warnings (a damaged memo) said, or added to ``notes`` for the ``--json`` document."""
     import os
 
     from ctxfold.cli import render
@@ -248,7 +258,7 @@ def _report_memo(kind: str, files: list[str], profiles: "Profiles | None", **set
     config = settings.pop("config")
     key = {**settings, "config": config.raw, "profile": profiles is not None}
     memo = ReportMemo(kind, {**key, "inputs": [os.path.abspath(f) for f in files]}, profiles)
-    render.notes(memo.warnings, json_out=False)
+    notes.extend(render.notes(memo.warnings, json_out=json_out))
     return memo
 
 
@@ -286,6 +296,20 @@ def _document(
         "failed": failed,
         "totals": totals([brief_of(r) for r in reports]),
         **({"by": table_doc([r.estimate for r in reports], by, prices)} if by else {}),
+    }
+
+
+def _brief_document(notes: list[str], lines: "list[Brief]", failed: Any) -> dict[str, Any]:
+    """``--brief --json``: what the table shows, each file's summary and warnings, and the totals."""
+    from ctxfold.engine.report_doc import totals
+
+    return {
+        "command": "report",
+        "version": 1,
+        "warnings": notes,
+        "files": [{"path": b.path, "warnings": list(b.warnings), "summary": b.summary} for b in lines],
+        "failed": failed,
+        "totals": totals(lines),
     }
 
 

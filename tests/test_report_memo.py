@@ -111,6 +111,37 @@ def test_a_folder_reported_again_is_answered_from_its_memo(
     assert len(runs.memos()) == 2  # one per setting of the profile
 
 
+def test_brief_json_is_the_table_s_document_and_reads_from_the_memo(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--brief --json`` holds what the table shows (each file's summary and warnings, and the
+    totals), the same as the whole ``--json`` document's; its lines are the text table's, kept
+    in the same memo: a text run made them, the JSON run reads none of the files."""
+    runs = Runs(folder, tmp_path / "cache", monkeypatch, view=("--brief", "--json"))
+    first, err = runs.run("--no-profile")
+    assert len(runs.read) == len(SOURCES) and err == ""  # (the edge cases' warnings are in the document)
+    brief = orjson.loads(first)
+    full = orjson.loads(runner.invoke(app, ["report", str(folder), "--json", "--no-profile"]).stdout)
+    assert [set(f) for f in brief["files"]] == [{"path", "warnings", "summary"}] * len(SOURCES)
+    assert [(f["path"], f["summary"]) for f in brief["files"]] == [
+        (f["path"], f["summary"]) for f in full["files"]
+    ]
+    assert brief["totals"] == full["totals"] and any(f["warnings"] for f in brief["files"])
+    assert runs.run("--no-profile") == runs.twin("--no-profile") == (first, "")
+    assert runs.read == []
+    text = Runs(folder, tmp_path / "text-first", monkeypatch)
+    text.run("--no-profile")  # the table, as text: its lines kept
+    runs.cache = tmp_path / "text-first"
+    assert runs.run("--no-profile") == (first, "") and runs.read == []
+    (memo,) = runs.memos()
+    memo.write_bytes(memo.read_bytes()[:-40] + b"x" * 40)
+    out, err = runs.run("--no-profile")  # a damaged memo is said in the document, not on stderr
+    assert (
+        err == ""
+        and f"the report memo {memo} is damaged: ignored, and replaced" in orjson.loads(out)["warnings"]
+    )
+
+
 @pytest.mark.parametrize("by", ["session", "day", "project"])
 def test_a_usage_table_again_takes_each_file_s_calls_from_its_memo(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str
