@@ -156,7 +156,8 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
                         Violation(line, f"duplicate tool call id {p.id!r} (first at line {calls[key]})")
                     )
                 calls[key] = line
-                pending[p.id] = line
+                if not e.dropped:  # a response the harness leaves out (pi's failed one) needs no result
+                    pending[p.id] = line
             elif isinstance(p, ToolResultPart):
                 if (branch, p.call_id) not in calls:
                     out.append(Violation(line, f"tool result for {p.call_id!r} answers no earlier tool call"))

@@ -219,7 +219,7 @@ class Gathering:
         self._intent_read: tuple[str | None, bool] = (None, False)  # the intent last searched
 
     def add(self, i: int, m: Message) -> None:
-        if m.branch is None:
+        if m.branch is None and not m.dropped:  # (a response pi sends no more: none of its calls ran)
             self.read(i, m, request_text(m), [inner_calls(outer) for outer in m.tool_calls])
 
     def read(self, i: int, m: Message, req: str | None, inner: list[list[ToolCallPart]]) -> None:

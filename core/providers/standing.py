@@ -152,6 +152,12 @@ def aborted(m: Message) -> bool:
     return m.role == "assistant" and m.stopped
 
 
+def failed(m: Message) -> bool:
+    """A response the harness sends no more that the user did not stop (pi's, when its stream
+    was cut off or refused): none of its tool calls ran, and the model answers afresh."""
+    return m.dropped and not m.stopped
+
+
 def stops(m: Message, before: bool) -> bool:
     """Whether the conversation up to ``m`` ends with the user stopping the assistant (Claude
     Code's interruption note, Codex's ``<turn_aborted>`` developer message, a message the
@@ -194,7 +200,7 @@ def _turn_final(messages: Sequence[Message], i: int) -> bool:
 
 def assess(messages: Sequence[Message]) -> Standing:
     """Where the conversation in ``messages`` (main branch) stands at its end."""
-    main = [(i, m) for i, m in enumerate(messages) if m.branch is None]
+    main = [(i, m) for i, m in enumerate(messages) if m.branch is None and not failed(m)]
     request = next(((i, t) for i, m in reversed(main) if (t := user_words(m))), None)
     own = [(i, m) for i, m in main if m.role == "assistant" and not is_synthetic(m)]
     reply = next(((i, m.text.strip()) for i, m in reversed(own) if m.text.strip()), None)
@@ -211,7 +217,7 @@ def assess(messages: Sequence[Message]) -> Standing:
         None,
     )
     answered = {r.call_id for _, m in main for r in m.tool_results}
-    pending = [_described(c) for _, m in own for c in m.tool_calls if c.id not in answered]
+    pending = [_described(c) for _, m in own if not m.dropped for c in m.tool_calls if c.id not in answered]
     last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
     results_after = any(m.tool_results for i, m in main if i > last_act)
     finished = any(tool_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
@@ -235,7 +241,7 @@ def assess(messages: Sequence[Message]) -> Standing:
         s.reason = "the assistant called its finishing tool"
         return s
     calls_open = bool(pending) and any(
-        c.id not in answered for i, m in own if i >= start for c in m.tool_calls
+        c.id not in answered for i, m in own if i >= start and not m.dropped for c in m.tool_calls
     )
     if calls_open or results_after or (last_act >= 0 and messages[last_act].tool_calls):
         s.state = IN_PROGRESS

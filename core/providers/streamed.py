@@ -31,6 +31,7 @@ from ctxfold.providers.standing import (
     _unfinished,
     aborted,
     answered_question,
+    failed,
     progress_note,
     stopped_short,
     stops,
@@ -104,7 +105,7 @@ class Assessing:
         if calls or text:
             self.last_act, self.act_calls = i, bool(calls)
             self.finished = any(tool_key(c.name) in FINISH_TOOLS for c in calls)
-        for c in calls:
+        for c in () if m.dropped else calls:  # (a response stopped as it streamed ran none)
             if c.id not in self.answered:
                 self.unanswered[self.calls_seen] = (i, c)
                 self.by_id.setdefault(c.id, []).append(self.calls_seen)
@@ -269,11 +270,14 @@ class Digesting:
         if m.branch is not None:
             self.assessing.add(i, m)  # the others read the main conversation only
             return
+        if failed(m):
+            return  # as :func:`assess` reads it: sent no more, none of it ran
         words = user_words(m) if words is None else words
         inner = [inner_calls(outer) for outer in m.tool_calls]
-        self.gathering.read(i, m, words, inner)
+        if not m.dropped:  # (a response the user stopped as it streamed: its calls never ran)
+            self.gathering.read(i, m, words, inner)
+            self.todos.add(m, inner)
         self.assessing.add(i, m, words)
-        self.todos.add(m, inner)
 
     def result(self, recorded: str | None) -> Digested:
         return Digested(self.gathering.result(), self.assessing.result(), self.todos.result(), recorded)

@@ -126,7 +126,7 @@ def extract_todos(messages: Sequence[Message]) -> list[Todo] | None:
     latest: list[Todo] | None = None
     tasks = _Tasks()
     for m in messages:
-        if m.branch is not None:
+        if m.branch is not None or m.dropped:
             continue
         reminded = _reminder(m)
         if reminded:  # an empty reminder only says nothing is open: finished items stay in view

@@ -156,6 +156,10 @@ class Counter:
         f = self.framing
         for i, msg in enumerate(messages):
             mc = MessageCount(role=msg.role, id=msg.id, preview=_preview(msg))
+            if msg.dropped:  # the harness sends no part of it
+                mc.by_category = {}
+                counts.append(mc)
+                continue
             base = _role_category(msg)
             fixed = {base: f.per_message}
             for part in msg.parts:

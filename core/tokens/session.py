@@ -266,7 +266,10 @@ class SessionCounter:
             return
         if not self._in_run:
             self._open_request(msg.model)
-        s.server_tools += sum(1 for p in msg.parts if isinstance(p, OpaquePart) and p.type in SERVER_TOOLS)
+        if not msg.dropped:
+            s.server_tools += sum(
+                1 for p in msg.parts if isinstance(p, OpaquePart) and p.type in SERVER_TOOLS
+            )
         if msg.usage is not None and not msg.usage.final and msg.usage.prompt_tokens > 0:
             s.other_calls.append(msg.usage)
             s.other_times.append(msg.timestamp)
@@ -283,6 +286,10 @@ class SessionCounter:
                 req.context_window = s.context_window = msg.usage.context_window
             self._segment_has_real = True
             self._in_run = False  # the next assistant message is another response
+        if (
+            msg.dropped
+        ):  # a response the harness leaves out (counted 0): the next, a retry, is another request
+            self._in_run = False
         self._append(mc)
 
     def _open_request(self, model: str | None, real: int | None = None, source: str | None = None) -> Request:

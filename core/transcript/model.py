@@ -247,7 +247,9 @@ class Message:
     count for the response it ends (assistant messages), ``branch`` a sub-agent's side chain,
     ``stopped`` that the user stopped the assistant right after it, as the log shows (a
     response cut off as it streamed, a request cancelled before its answer): shown to the user,
-    never sent, so it is no part of the message's text.
+    never sent, so it is no part of the message's text. ``dropped``: the harness leaves the
+    whole message out of every later request (pi: a response that failed or was stopped), so
+    it takes no room in the context; its call was still made, and billed.
 
     >>> call = ctxfold.ToolCallPart("call_1", "bash", {"command": "pytest -q"})
     >>> m = ctxfold.Message("assistant", (ctxfold.TextPart("Running them."), call))
@@ -264,6 +266,7 @@ class Message:
     branch: str | None = None  # None = main conversation; else a side chain (sub-agent) id
     extra: Mapping[str, Any] = _extra()
     stopped: bool = False
+    dropped: bool = False
     kind: ClassVar[str] = "message"
 
     @property

@@ -299,6 +299,7 @@ class Reader(ListReader):
         usage: Usage | None = None,
         model: str | None = None,
         stopped: bool = False,
+        dropped: bool = False,
     ) -> Message:
         return Message(
             role,
@@ -309,6 +310,7 @@ class Reader(ListReader):
             model=model,
             extra=extra,
             stopped=stopped,
+            dropped=dropped,
         )
 
     def _message(self, d: dict[str, Any], line: Line) -> list[Entry]:
@@ -353,10 +355,12 @@ class Reader(ListReader):
         # usage stays whole in extra (cost, totalTokens) for a writer; the counts are in Usage
         extra["message"] = rest(m, ("role", "content", "model"))
         model = get_str(m, "model")
-        stopped = m.get("stopReason") == "aborted"  # the user pressed Esc as it streamed
+        stop = m.get("stopReason")
         msg = self._msg(
-            "assistant", _blocks(m.get("content")), d, extra, usage=_usage(m), model=model, stopped=stopped
-        )
+            "assistant", _blocks(m.get("content")), d, extra, usage=_usage(m), model=model,
+            stopped=stop == "aborted",  # the user pressed Esc as it streamed
+            dropped=stop in ("aborted", "error"),  # pi sends neither again (tests/interop/test_pi_sends.py)
+        )  # fmt: skip
         err = m.get("errorMessage")
         if m.get("stopReason") != "error" or not isinstance(err, str):
             return [msg]

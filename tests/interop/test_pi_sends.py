@@ -1,0 +1,87 @@
+"""What pi sends of a session it resumes: a response that failed (``stopReason: error``, a stream
+cut off) or that the user stopped (``aborted``) stays in pi's log but is left out of every later
+request, and ctxfold's count of the session leaves it out too.
+
+The pinned pi resumes two copies of one session, one with such a response as its last entry and
+one without it; it sends both the same conversation, and ctxfold counts both the same context
+(and ``validate`` asks no result for the calls of the one left out).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ctxfold.tokens.estimate import estimate_file
+from interop.carry import messages, validate
+from interop.server import Reply, ScriptedServer, anthropic_api
+from interop.test_pi import MODEL, PROVIDER, Bin, _configure, _pi, _session
+
+CUT_OFF = "Half of a plan that the stream cut off: first the parser, then the"
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _append(path: Path, *rows: dict) -> None:
+    with path.open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def _entry(parent: str, n: int, message: dict) -> dict:
+    return {"type": "message", "id": f"e{n:07x}", "parentId": parent, "timestamp": "2026-11-29T10:00:00.000Z",
+            "message": message}  # fmt: skip
+
+
+def _left_out(last: dict, stop: str) -> dict:
+    """A response as pi writes one that failed or was stopped: ``last`` (pi's own last
+    response) with other content, its partial usage and its stop reason."""
+    message = dict(last["message"])
+    content: list[dict] = [{"type": "text", "text": CUT_OFF * 20}]
+    if stop == "error":  # a stream cut off after it had begun two calls
+        content += [{"type": "toolCall", "id": f"toolu_cut{i}", "name": "bash",
+                     "arguments": {"command": f"echo never-run-{i} " + "x" * 400}} for i in range(2)]  # fmt: skip
+    message.update(content=content, stopReason=stop)
+    if stop == "error":
+        message["errorMessage"] = "terminated"
+    return message
+
+
+@pytest.mark.parametrize("stop", ["error", "aborted"])
+def test_pi_leaves_out_a_response_that_failed_or_was_stopped(
+    harness_bin: Bin, lab_home: Path, tmp_path: Path, stop: str
+) -> None:
+    script = [
+        Reply(tool_calls=[("bash", {"command": "echo one"})]),
+        Reply("Done one."),
+        Reply("Next."),
+        Reply("Next."),
+    ]
+    with ScriptedServer(anthropic_api, script) as srv:
+        _configure(lab_home, srv)
+        _pi(harness_bin, lab_home, "--model", f"{PROVIDER}/{MODEL}", "-p", "Run echo one.")
+        session = _session(lab_home)
+        rows = _lines(session)
+        last = rows[-1]
+        assert last["message"]["role"] == "assistant" and last["message"]["stopReason"] == "stop"
+        asked = _entry(last["id"], 1, {"role": "user", "content": [{"type": "text", "text": "Plan the parser."}],
+                                       "timestamp": last["message"]["timestamp"] + 1})  # fmt: skip
+        _append(session, asked)
+        without = tmp_path / "without.jsonl"
+        shutil.copyfile(session, without)
+        _append(session, _entry(asked["id"], 2, _left_out(last, stop)))
+        counted = [estimate_file(p).context_tokens for p in (session, without)]
+        sent = []
+        for path in (without, session):
+            seen = len(srv.requests)
+            _pi(harness_bin, lab_home, "--session", str(path), "-p", "Go on.")
+            (call,) = [r for r in srv.requests[seen:] if r.model_call]
+            sent.append(messages(call))
+    assert sent[0] == sent[1]  # pi sent the same conversation, with the response or without it
+    assert CUT_OFF not in json.dumps(sent[1]) and "never-run" not in json.dumps(sent[1])
+    assert counted[0] == counted[1], counted
+    validate(session)  # its calls, never run, need no result
