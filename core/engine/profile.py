@@ -54,7 +54,7 @@ MIN_SESSIONS = 3  # a key with fewer sessions borrows from its log format's othe
 BUILTIN: dict[str, tuple[int, float, int]] = {
     "claude-code": (0, 1.294, 7),
     "codex": (0, 1.106, 4),
-    "pi": (0, 1.242, 2),
+    "pi": (0, 1.272, 2),
 }
 
 
