@@ -169,8 +169,8 @@ def report(
             from ctxfold.engine.report_memo import read_seen
 
             memo = _report_memo(
-                kind, files, profiles, notes, json_out=json_out, calibration=calibration, buffer=buffer, max_tokens=max_tokens,
-                simulate=simulate_compaction, trigger=trigger, config=config,
+                kind, files, profiles, notes, json_out=json_out, calibration=calibration, buffer=buffer,
+                max_tokens=max_tokens, simulate=simulate_compaction, trigger=trigger, config=config,
                 counts=settings_key(model=model, tokenizer=counted_with, window=window, fmt=fmt,
                                     skip_invalid=skip_invalid, config=config),
             )  # fmt: skip

@@ -286,9 +286,7 @@ class SessionCounter:
                 req.context_window = s.context_window = msg.usage.context_window
             self._segment_has_real = True
             self._in_run = False  # the next assistant message is another response
-        if (
-            msg.dropped
-        ):  # a response the harness leaves out (counted 0): the next, a retry, is another request
+        if msg.dropped:  # counted 0, as the harness leaves it out: the next response is another request
             self._in_run = False
         self._append(mc)
 
