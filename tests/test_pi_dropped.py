@@ -18,6 +18,7 @@ from ctxfold.formats.validate import validate
 from ctxfold.providers.base import SummaryRequest
 from ctxfold.providers.digest import digest
 from ctxfold.providers.facts import gather
+from ctxfold.providers.render import render_messages
 from ctxfold.providers.standing import assess
 from ctxfold.tokens.estimate import estimate_file
 
@@ -98,6 +99,10 @@ def test_its_calls_need_no_result_and_none_counts_as_made(tmp_path: Path, stop: 
         assert (standing.state, standing.reason) == (assess(without).state, assess(without).reason)
     text = digest(SummaryRequest(messages, 2_000))
     assert "edited" not in text and "call_edit" not in text and "return 0" not in text
+    prompt = render_messages(messages)  # what a model summarizer reads of the conversation
+    assert "[called tool: edit" not in "\n".join(prompt)
+    if stop == "error":
+        assert prompt == render_messages(without)
 
 
 @pytest.mark.skipif(

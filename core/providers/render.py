@@ -19,6 +19,7 @@ from ctxfold.errors import UsageError
 from ctxfold.providers.base import SummaryRequest
 from ctxfold.providers.carry import Carry, extract, facts_block
 from ctxfold.providers.deliverable import first_and_last
+from ctxfold.providers.standing import failed
 from ctxfold.providers.todos import Todo, current_todos, format_todos
 from ctxfold.tokens.tokenizers import Tokenizer, get_tokenizer
 from ctxfold.transcript.model import (
@@ -103,7 +104,7 @@ def render_message(m: Message, names: dict[str, str], mode: ToolResults) -> str:
     for p in m.parts:
         if isinstance(p, TextPart) and p.text.strip():
             out.append(f"{m.role}: {p.text.strip()}")
-        elif isinstance(p, ToolCallPart):
+        elif isinstance(p, ToolCallPart) and not m.dropped:  # (a stopped response's never ran)
             names[p.id] = p.name
             out.append(f"{m.role}: [called tool: {p.name}({short_args(p.arguments)})]")
         elif isinstance(p, ToolResultPart):
@@ -116,10 +117,11 @@ def render_message(m: Message, names: dict[str, str], mode: ToolResults) -> str:
 
 
 def render_messages(messages: Sequence[Message], mode: ToolResults | None = None) -> list[str]:
-    """The main conversation (side chains are the sub-agents' own), one string per message."""
+    """The main conversation (side chains are the sub-agents' own; a failed response the harness
+    sends no more is left out), one string per message."""
     mode = mode or ToolResults()
     names: dict[str, str] = {}
-    rendered = (render_message(m, names, mode) for m in messages if m.branch is None)
+    rendered = (render_message(m, names, mode) for m in messages if m.branch is None and not failed(m))
     return [r for r in rendered if r]
 
 
