@@ -188,9 +188,13 @@ def report(
 
         draw(reports[0], plot)
     if json_out and lines is not None:  # --brief's lines
-        render.emit_json(_brief_document(notes, lines, failed))
+        render.emit_json(_document(notes, [_brief_file(b) for b in lines], failed, lines))
     elif json_out:
-        render.emit_json(_document(notes, docs, failed, reports, by, config.prices))
+        from ctxfold.engine.report_doc import brief_of
+        from ctxfold.engine.usage import table_doc
+
+        table = {"by": table_doc([r.estimate for r in reports], by, config.prices)} if by else {}
+        render.emit_json(_document(notes, docs, failed, [brief_of(r) for r in reports], **table))
     else:
         _render(lines, reports, failed, brief=brief, by=by, all_rows=all_rows, explain=explain, plot=plot)
     if failed:
@@ -277,40 +281,26 @@ def _report_doc(rep: "Report", explain: bool) -> dict[str, Any]:
 
 
 def _document(
-    notes: list[str],
-    docs: list[dict[str, Any]],
-    failed: Any,
-    reports: "list[Report]",
-    by: str | None,
-    prices: Any,
+    notes: list[str], files: list[dict[str, Any]], failed: Any, briefs: "list[Brief]", **more: Any
 ) -> dict[str, Any]:
-    """The ``--json`` document: each file's, the totals of the run and, with ``--by``, its table."""
-    from ctxfold.engine.report_doc import brief_of, totals
-    from ctxfold.engine.usage import table_doc
-
-    return {
-        "command": "report",
-        "version": 1,
-        "warnings": notes,
-        "files": docs,
-        "failed": failed,
-        "totals": totals([brief_of(r) for r in reports]),
-        **({"by": table_doc([r.estimate for r in reports], by, prices)} if by else {}),
-    }
-
-
-def _brief_document(notes: list[str], lines: "list[Brief]", failed: Any) -> dict[str, Any]:
-    """``--brief --json``: what the table shows, each file's summary and warnings, and the totals."""
+    """The ``--json`` document: each file's (``files``), the totals of the run over their lines
+    (``briefs``), and what else the view adds (``--by``'s table)."""
     from ctxfold.engine.report_doc import totals
 
     return {
         "command": "report",
         "version": 1,
         "warnings": notes,
-        "files": [{"path": b.path, "warnings": list(b.warnings), "summary": b.summary} for b in lines],
+        "files": files,
         "failed": failed,
-        "totals": totals(lines),
+        "totals": totals(briefs),
+        **more,
     }
+
+
+def _brief_file(b: "Brief") -> dict[str, Any]:
+    """A file of ``--brief --json``: what its line in the table shows."""
+    return {"path": b.path, "warnings": list(b.warnings), "summary": b.summary}
 
 
 def _render(

@@ -217,7 +217,9 @@ def assess(messages: Sequence[Message]) -> Standing:
         None,
     )
     answered = {r.call_id for _, m in main for r in m.tool_results}
-    pending = [_described(c) for _, m in own if not m.dropped for c in m.tool_calls if c.id not in answered]
+    # the calls made (a response stopped as it streamed ran none), by message
+    made = [(i, c) for i, m in own if not m.dropped for c in m.tool_calls]
+    pending = [_described(c) for _, c in made if c.id not in answered]
     last_act = max((i for i, m in own if m.tool_calls or m.text.strip()), default=-1)
     results_after = any(m.tool_results for i, m in main if i > last_act)
     finished = any(tool_key(c.name) in FINISH_TOOLS for i, m in own if i == last_act for c in m.tool_calls)
@@ -240,9 +242,7 @@ def assess(messages: Sequence[Message]) -> Standing:
     if finished:
         s.reason = "the assistant called its finishing tool"
         return s
-    calls_open = bool(pending) and any(
-        c.id not in answered for i, m in own if i >= start and not m.dropped for c in m.tool_calls
-    )
+    calls_open = bool(pending) and any(c.id not in answered for i, c in made if i >= start)
     if calls_open or results_after or (last_act >= 0 and messages[last_act].tool_calls):
         s.state = IN_PROGRESS
         s.reason = (

@@ -362,7 +362,7 @@ class Reader(ListReader):
             dropped=stop in ("aborted", "error"),  # pi sends neither again (tests/interop/test_pi_sends.py)
         )  # fmt: skip
         err = m.get("errorMessage")
-        if m.get("stopReason") != "error" or not isinstance(err, str):
+        if stop != "error" or not isinstance(err, str):
             return [msg]
         found = parse_overflow(err)
         if found is None:
