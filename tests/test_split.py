@@ -18,7 +18,7 @@ from conftest import FIXTURES, real_files
 
 from ctxfold.errors import LineError
 from ctxfold.formats.jsonl import _lines
-from ctxfold.formats.loader import open_lines, open_transcript
+from ctxfold.formats.loader import load, open_lines, open_transcript
 from ctxfold.tokens import parallel, split
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
@@ -114,11 +114,12 @@ def test_a_reader_started_at_a_seam_and_joined_gives_the_whole_files_entries(pat
                 continue
             f.seek(0)
             opened = open_lines(str(path), _lines(f, split.RawLines(f, seam)), finish=False)
-            first = [*opened.entries, *rules.at_seam(opened.reader)]
             tail = rules.tail_reader(g, seam)
             g.seek(seam)
             entries = [e for line in _lines(g, split.RawLines(g, size), no=1) for e in tail.feed(line)]
-            reader = rules.join(opened.reader, tail, rules.detach(tail))
+            unseen = rules.detach(tail)
+            first = [*opened.entries, *rules.at_seam(opened.reader, unseen)]
+            reader = rules.join(opened.reader, tail, unseen)
             if reader is not None:
                 ours = [e for e in [*first, *entries, *reader.finish()] if not isinstance(e, ContextUpdate)]
                 assert ours == [e for e in whole if not isinstance(e, ContextUpdate)], f"seam at byte {seam}"
@@ -128,7 +129,15 @@ def test_a_reader_started_at_a_seam_and_joined_gives_the_whole_files_entries(pat
 
 
 def _state(reader: Any) -> tuple[Any, ...]:
-    return reader._names, reader._session, reader._model, reader._own, reader._started
+    return (
+        reader._names,
+        reader._session,
+        reader._model,
+        reader._own,
+        reader._started,
+        reader._chain,
+        reader._lines,
+    )
 
 
 def _line(kind: str, uuid: str, content: Any, **more: Any) -> bytes:
@@ -319,3 +328,44 @@ def test_the_crc_of_bytes_hashed_elsewhere_joins_the_crc_of_those_before() -> No
     for before, after in ((0, 0), (1, 0), (0, 1), (5, 7), (1000, 1 << 20), (3, 12_345_679)):
         a, b = os.urandom(before), os.urandom(after)
         assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+
+
+def _forking(turns: int, far: int) -> list[bytes]:
+    """Turns of a question, a call and its result, chained by ``parentUuid``; every fifth
+    question is parented past the response before it (left behind, its call never answered),
+    and the question of turn ``far`` to the first turn's."""
+    lines: list[bytes] = []
+    parent: str | None = None
+    for i in range(turns):
+        question, call, result = (orjson.loads(line) for line in _turn(i))
+        if i % 5 == 4:
+            message = {**call["message"], "id": f"msg_left{i}"}
+            lines.append(
+                orjson.dumps({**call, "uuid": f"left{i}", "parentUuid": parent, "message": message}) + b"\n"
+            )
+        question["parentUuid"] = "u0" if i == far else parent
+        call["parentUuid"], result["parentUuid"] = question["uuid"], call["uuid"]
+        lines += [orjson.dumps(d) + b"\n" for d in (question, call, result)]
+        parent = result["uuid"]
+    return lines
+
+
+def test_a_log_whose_lines_leave_responses_behind_gives_the_one_process_result(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Responses left behind by the question after them, at seams and between them, and a
+    question parented far back into the first part: what one process reads, the other's part
+    joined wherever it could read it."""
+    path = tmp_path / "forks.jsonl"
+    lines = _forking(60, far=50)
+    path.write_bytes(b"".join(lines))
+    left = {m.id for m in load(path).messages if m.dropped}
+    assert left == {f"left{i}" for i in range(4, 60, 5)} | {"a49", "r49"}
+    want = one_process(path, monkeypatch)
+    starts = {orjson.loads(line)["uuid"]: sum(map(len, lines[:k])) for k, line in enumerate(lines)}
+    size = path.stat().st_size
+    # seams before the question parented far back (its parent in the first part: the join is
+    # refused), at it, and at a question after it that leaves a response behind
+    for seam in (starts["u2"], starts["u14"], starts["u40"], starts["u50"], starts["u54"]):
+        assert two_processes(path, (seam - 1) / size, monkeypatch) == want, f"seam at {seam}"
+    assert (joins.started, joins.joined) == (5, 2)

@@ -58,8 +58,9 @@ def fold(state: ContextUpdate, update: ContextUpdate) -> ContextUpdate:
 
 def current(t: Transcript) -> tuple[ContextUpdate, list[Entry]]:
     """The fixed parts in force before the written entries, and those entries: everything,
-    or after the last compaction marker only what the model sees from there on."""
-    entries = t.entries
+    or after the last compaction marker only what the model sees from there on. Messages the
+    harness no longer sent (``Message.dropped``) are left out: another harness would send them."""
+    entries = [e for e in t.entries if not (isinstance(e, Message) and e.dropped)]
     cut = max((i for i, e in enumerate(entries) if isinstance(e, CompactionMarker)), default=-1)
     state = EMPTY
     for e in entries[: max(cut, 0)]:

@@ -95,11 +95,12 @@ class RawLines:
 @dataclass
 class Tail:
     """What the forked process read: its replay (``SessionCounter.snapshot``, from a blank
-    state), its reader at the end, the call ids that reader missed, and how much it read."""
+    state), its reader at the end, what that reader looked for and did not find (the format's
+    ``seam.detach``), and how much it read."""
 
     replay: dict[str, Any]
     reader: Any
-    missed: set[Any]
+    missed: Any
     lines: int  # lines read (not blank)
     raw_lines: int  # lines passed over, blank ones too
     size: int  # bytes of the lines read
@@ -190,7 +191,7 @@ class _Split:
         opened, reader = self.opened, self.opened.reader
         if tail is None or reader is None or self.raws.pos != self.seam:
             return False
-        sc.feed(wrap(iter(self.rules.at_seam(reader))), size=None, finish=False)
+        sc.feed(wrap(iter(self.rules.at_seam(reader, tail.missed))), size=None, finish=False)
         merged = self.rules.join(reader, tail.reader, tail.missed)
         replay = replay_join.join(sc.snapshot(), tail.replay) if merged is not None else None
         if replay is None:

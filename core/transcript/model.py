@@ -248,8 +248,9 @@ class Message:
     ``stopped`` that the user stopped the assistant right after it, as the log shows (a
     response cut off as it streamed, a request cancelled before its answer): shown to the user,
     never sent, so it is no part of the message's text. ``dropped``: the harness leaves the
-    whole message out of every later request (pi: a response that failed or was stopped), so
-    it takes no room in the context; its call was still made, and billed.
+    whole message out of every later request (pi: a response that failed or was stopped; Claude
+    Code: a response the conversation went on without), so it takes no room in the context;
+    its call was still made, and billed.
 
     >>> call = ctxfold.ToolCallPart("call_1", "bash", {"command": "pytest -q"})
     >>> m = ctxfold.Message("assistant", (ctxfold.TextPart("Running them."), call))

@@ -3,7 +3,8 @@
 Real logs hold interrupted calls (the user pressed Esc; the harness died) and, once a prefix is
 summarized away, results whose call is gone. Providers reject both. Like Claude Code does on
 an interrupt, an unanswered call gets a short synthetic error result right after its message;
-a result whose call is not in the list is dropped.
+a result whose call is not in the list is dropped. A message the harness no longer sends
+(``Message.dropped``) is passed over as it is: no call of it is asked.
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ def repair_pairs(messages: Sequence[Message], *, close_last: bool = False) -> tu
     out: list[Message] = []
     notes: list[str] = []
     asked: set[str] = set()
-    answered = {p.call_id for m in messages for p in m.parts if isinstance(p, ToolResultPart)}
+    answered = {
+        p.call_id for m in messages if not m.dropped for p in m.parts if isinstance(p, ToolResultPart)
+    }
     for i, m in enumerate(messages):
+        if m.dropped:
+            out.append(m)
+            continue
         parts: list[Part] = []
         for p in m.parts:
             if isinstance(p, ToolResultPart) and p.call_id not in asked:

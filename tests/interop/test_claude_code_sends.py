@@ -5,9 +5,8 @@ The pinned Claude Code resumes two copies of one log: in one, a user line is fol
 response with a tool call and then by "Continue from where you left off." parented to that user
 line, skipping the response (the shape Claude Code writes when a session is resumed from an
 earlier point, as in a real log of ``../shared``); in the other, the skipped response is not
-there. Claude Code sends both the same conversation. ctxfold does not handle such a fork yet
-(``docs/harnesses.md``): it counts the skipped response, and this test says so as an expected
-failure until it does not.
+there. Claude Code sends both the same conversation, and ctxfold counts both the same context:
+the response left behind takes no room (``tests/test_claude_code_forks.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import json
 import shutil
 import uuid
 from pathlib import Path
-
-import pytest
 
 from ctxfold.tokens.estimate import estimate_file
 from interop.carry import messages
@@ -83,7 +80,4 @@ def test_claude_code_does_not_send_a_branch_left_behind(
             sent.append(messages(first))
     assert LEFT not in json.dumps(sent[1])  # the branch left behind is not sent
     assert sent[0] == sent[1]  # the same conversation, with the branch or without it
-    if counted[0] != counted[1]:
-        pytest.xfail(
-            f"ctxfold still counts the branch Claude Code left behind: {counted[0]} against {counted[1]}"
-        )
+    assert counted[0] == counted[1]

@@ -108,15 +108,22 @@ def _same(a: tuple[str, Any] | None, b: tuple[str, Any] | None) -> bool:
 class _Pending:
     """One assistant response being assembled from its per-block lines."""
 
-    __slots__ = ("blocks", "branch", "first", "key", "last", "parts", "uuids")
+    __slots__ = ("blocks", "branch", "first", "key", "last", "left", "parts", "start", "uuids")
 
     def __init__(
-        self, d: dict[str, Any], msg: dict[str, Any], key: tuple[str, Any] | None, branch: str | None
+        self,
+        d: dict[str, Any],
+        msg: dict[str, Any],
+        key: tuple[str, Any] | None,
+        branch: str | None,
+        start: int = -1,
     ) -> None:
         self.first = d
         self.last = msg
         self.key = key
         self.branch = branch
+        self.start = start  # the main-chain line number of its first line (-1: a side chain's)
+        self.left = False  # the conversation went on from a line before it: the response is left behind
         self.blocks: list[Any] = []
         self.parts: list[Part] = []
         self.uuids: list[Any] = []
@@ -150,6 +157,7 @@ class _Pending:
             model=model if isinstance(model, str) and model != SYNTHETIC else None,
             branch=self.branch,
             extra=extra,
+            dropped=self.left,
         )
 
 
@@ -162,6 +170,10 @@ class Reader:
         self._model: str | None = None
         self._started = False
         self._own: str | None = None  # the sub-agent whose own transcript this file is
+        # each main-chain line's uuid since the last compaction, and where it sits: its number
+        # among them, or -1 (a system line, or one written ahead of its parent): ``_follow``
+        self._chain: dict[str, int] = {}
+        self._lines = 0
 
     def _branch(self, d: dict[str, Any]) -> str | None:
         """A line's branch: None for the main chain, else its side chain's agent."""
@@ -183,6 +195,8 @@ class Reader:
         t = need(d, "type", line, str)
         if not self._started and t in CONVERSATION:
             self._start(d)
+        if t in CONVERSATION and self._branch(d) is None:
+            self._follow(d, t)
         if t == "assistant":
             return self._assistant(d, line)
         if t == "user":
@@ -196,6 +210,36 @@ class Reader:
     def finish(self) -> Iterable[Entry]:
         return self._flush()
 
+    def _follow(self, d: dict[str, Any], t: str) -> None:
+        """Place a main-chain line; when its parent comes before the response being assembled,
+        the conversation went on without that response, and Claude Code never sends it again.
+
+        Claude Code resumes a session along ``parentUuid`` from its newest line, and a line
+        parented past a response leaves it off that chain: a response whose tool call never ran
+        when a crashed session was resumed ("Continue from where you left off.", parented to the
+        line before it), or the last response of a turn the user rewound (``/rewind``). Lines
+        are often written ahead of their parent (a tool result before its ``tool_use`` line, a
+        ``system`` line before the response it follows), so a fork is placed only by a parent
+        read before its own line and after its own parent, and never by a ``system`` line. A
+        rewind that goes back past earlier messages, already given, is not undone
+        (``docs/harnesses.md``)."""
+        parent = d.get("parentUuid")
+        at = self._at(parent, fork=t != "system")
+        uid = d.get("uuid")
+        if isinstance(uid, str):
+            placed = t != "system" and (parent is None or at is not None)
+            self._chain[uid] = self._lines if placed else -1
+        self._lines += 1
+
+    def _at(self, parent: Any, fork: bool = True) -> int | None:
+        """Where ``parent`` sits on the chain (None: not read); with ``fork``, a child of it that
+        leaves the response being assembled behind, when it comes before it, marks it so."""
+        at = self._chain.get(parent) if isinstance(parent, str) else None
+        p = self._pending
+        if fork and p is not None and at is not None and 0 <= at < p.start:
+            p.left = True
+        return at
+
     def _flush(self, carry: bool = False) -> list[Entry]:
         """Emit the pending response, then the tool results held back behind it.
 
@@ -203,11 +247,17 @@ class Reader:
         seen yet stay held: Claude Code sometimes writes a result before the call it answers.
         """
         out: list[Entry] = []
+        left: set[str] = set()  # the calls of a response left behind: their results go with it
         if self._pending is not None:
-            out.append(self._pending.build())
+            response = self._pending.build()
+            out.append(response)
             self._pending = None
+            if response.dropped:
+                left = {c.id for c in response.tool_calls}
         held: list[Message] = []
         for m in self._deferred:
+            if left and any(isinstance(p, ToolResultPart) and p.call_id in left for p in m.parts):
+                m = dataclasses.replace(m, dropped=True)
             orphan = any(
                 isinstance(p, ToolResultPart) and p.name is None and p.call_id not in self._names
                 for p in m.parts
@@ -268,7 +318,7 @@ class Reader:
         model = msg.get("model")
         main_model = model if branch is None and isinstance(model, str) and model != SYNTHETIC else None
         self._context(d, out, main_model)
-        p = _Pending(d, msg, key, branch)
+        p = _Pending(d, msg, key, branch, self._lines - 1 if branch is None else -1)
         p.add(d, msg, line, self._names)
         self._pending = p
         return out
@@ -329,6 +379,7 @@ class Reader:
         sub = d.get("subtype")
         if sub == "compact_boundary":
             out = self._flush()
+            self._chain.clear()  # the chain starts again at the boundary
             self._context(d, out)
             meta = get_dict(d, "compactMetadata")
             out.append(

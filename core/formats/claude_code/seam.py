@@ -11,12 +11,18 @@ join mends or checks:
   repeat what the first part's reader already had (a replay is left as it was by them);
 - tool results whose call it did not see: named by the first part's reader when the call is
   among those it kept open (then the join is refused, and the part read here again);
+- where lines sit on the chain (``Reader._follow``): the seam line's parent is one the first
+  part's reader knows, so the reader started there takes it as known, and the first part's
+  reader is told it (a response that the seam line leaves behind is dropped at the seam);
+  its lines' numbers go on from the first part's, and a line of the part whose parent is in the
+  first part (not the seam line) refuses the join;
 - which sub-agent's transcript the file is: read from the file's first conversation line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import orjson
@@ -68,12 +74,47 @@ class _Watched(dict[Any, Any]):
         return found
 
 
+class _Placed(dict[Any, Any]):
+    """The chain's lines (``Reader._chain``), noting each parent looked for and not found until
+    the chain first starts again (at a compaction: then the whole file's reader forgets the
+    first part's lines too)."""
+
+    def __init__(self, opening: Any) -> None:
+        super().__init__()
+        self.opening = opening if isinstance(opening, str) else None  # the seam line's parent
+        if self.opening is not None:
+            self[self.opening] = -1  # placed by the first part: the seam line is placed after it
+        self.missed: set[Any] = set()
+        self.cleared = False
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if not self.cleared and key not in self:
+            self.missed.add(key)
+        return super().get(key, default)
+
+    def clear(self) -> None:
+        self.cleared = True
+        super().clear()
+
+
+@dataclass
+class Unseen:
+    """What the tail's reader looked for in the first part and did not find."""
+
+    calls: set[Any] = field(default_factory=set)  # call ids of tool results
+    parents: set[Any] = field(default_factory=set)  # lines' parents, but the seam line's
+    opening: Any = None  # the seam line's parent, taken as known
+    cleared: bool = False  # the chain started again in the tail
+
+
 def tail_reader(f: BinaryIO, seam: int) -> Reader:
     """A reader for the lines from byte ``seam`` of ``f``: started as the file's first
     conversation line starts it, when that line comes before the seam."""
     reader = Reader()
     reader._session = reader._model = UNKNOWN
     reader._names = _Watched()
+    f.seek(seam)
+    reader._chain = _Placed(orjson.loads(f.readline()).get("parentUuid"))
     f.seek(0)
     for _, raw in zip(range(HEAD_LINES), iter(f.readline, b""), strict=False):
         if f.tell() > seam:
@@ -88,32 +129,52 @@ def tail_reader(f: BinaryIO, seam: int) -> Reader:
     return reader
 
 
-def at_seam(reader: Reader) -> Iterable[Entry]:
-    """What the first part's reader emits at the seam line, before that line's own entries."""
+def at_seam(reader: Reader, unseen: Unseen) -> Iterable[Entry]:
+    """What the first part's reader emits at the seam line, before that line's own entries: its
+    response left behind when the seam line is parented past it."""
+    reader._at(unseen.opening)
     return reader.finish()
 
 
-def detach(reader: Reader) -> set[Any]:
-    """The call ids the tail's reader looked for and did not find; its names made a plain dict
+def detach(reader: Reader) -> Unseen:
+    """What the tail's reader looked for and did not find; its names and chain made plain dicts
     (the reader is sent back to the first process)."""
-    names = reader._names
-    missed = names.missed if isinstance(names, _Watched) else set()
+    names, chain = reader._names, reader._chain
+    unseen = Unseen()
+    if isinstance(names, _Watched):
+        unseen.calls = names.missed
+    if isinstance(chain, _Placed):
+        unseen.opening = chain.opening
+        unseen.parents = chain.missed
+        unseen.cleared = chain.cleared
     reader._names = dict(names)
-    return missed
+    reader._chain = dict(chain)
+    return unseen
 
 
-def join(first: Reader, tail: Reader, missed: set[Any]) -> Reader | None:
+def join(first: Reader, tail: Reader, unseen: Unseen) -> Reader | None:
     """The reader of the whole file at the tail's end, from the first part's reader at the seam,
-    the tail's and the call ids it missed; None when the first part's open calls would have
-    named a result the tail's reader left unnamed, or the file is another sub-agent's to it.
+    the tail's and what it did not find; None when the first part's open calls would have
+    named a result the tail's reader left unnamed, the first part placed a line's parent the
+    tail's reader did not, or the file is another sub-agent's to it.
 
     The tail's entries need no mending: what it announced that the first part's reader knew
     already (its first session id and model) sets the replay to what it was."""
-    if missed & first._names.keys() or first._own != tail._own:
+    if unseen.calls & first._names.keys() or first._own != tail._own:
         return None
+    if unseen.parents & first._chain.keys():
+        return None
+    if unseen.opening is not None and unseen.opening not in first._chain:
+        return None  # (the whole file's reader did not place the seam line)
     tail._names = {**first._names, **tail._names}
     if tail._session == UNKNOWN:
         tail._session = first._session
     if tail._model == UNKNOWN:
         tail._model = first._model
+    n = first._lines
+    chain = {u: i + n if i >= 0 else i for u, i in tail._chain.items() if u != unseen.opening}
+    tail._chain = chain if unseen.cleared else {**first._chain, **chain}
+    tail._lines += n
+    if tail._pending is not None and tail._pending.start >= 0:
+        tail._pending.start += n
     return tail

@@ -1,6 +1,7 @@
 """Write a transcript back as a Claude Code session log that ``claude --resume`` can pick up.
 
-Only the main chain is written (side chains are not part of the resumed context), as one
+Only the main chain is written (side chains are not part of the resumed context, nor a
+response the conversation left behind, ``Message.dropped``), as one
 linear ``uuid``/``parentUuid`` chain with a fresh uuid4 on every line and the original
 ``sessionId``: the new log may sit beside the original in the project folder, and Claude Code
 looks lines up by uuid, so it must not reuse the original's. ``sourceToolAssistantUUID`` is
@@ -336,7 +337,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     for i, e in enumerate(entries):
         if isinstance(e, Message):
             adopted = e if nat else _adopt(e)
-            if e.branch is not None or adopted is None:
+            if e.branch is not None or adopted is None or e.dropped:  # (Claude Code would send it)
                 continue
             e = adopted
             written.append(e)

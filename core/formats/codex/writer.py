@@ -267,7 +267,7 @@ def write(t: Transcript) -> Iterator[bytes]:
             continue
         if isinstance(e, ContextUpdate):
             yield from _context(t, e, own, w, native)
-        elif isinstance(e, Message) and e.branch is None:
+        elif isinstance(e, Message) and e.branch is None and not e.dropped:  # (Codex would send it)
             m = e if native else plain(e)
             if m is None:
                 continue

@@ -325,7 +325,8 @@ def write(t: Transcript) -> Iterator[bytes]:
                 named = model
             kept = kept or (new if pending else None)
             yield line
-        elif isinstance(e, Message) and e.branch is None:
+        elif isinstance(e, Message) and e.branch is None and (w.native or not e.dropped):
+            # (pi leaves its own failed and stopped responses out; another harness's, it would send)
             for m in _split(e):
                 new, line = w.message(m)
                 kept = kept or (new if pending else None)
