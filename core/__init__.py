@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "CompactionMarker": "ctxfold.transcript.model",
     "ContextUpdate": "ctxfold.transcript.model",
     "ContextReset": "ctxfold.transcript.model",
+    "Rewind": "ctxfold.transcript.model",
     "ApiError": "ctxfold.transcript.model",
     # summarizers
     "Summarizer": "ctxfold.providers.base",
@@ -148,6 +149,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
         MediaPart,
         Message,
         OpaquePart,
+        Rewind,
         TextPart,
         ThinkingPart,
         ToolCallPart,

@@ -43,6 +43,7 @@ PUBLIC = {
     "CompactionMarker",
     "ContextUpdate",
     "ContextReset",
+    "Rewind",
     "ApiError",
     # summarizers
     "Summarizer",

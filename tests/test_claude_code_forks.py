@@ -3,6 +3,13 @@ read (a resumed session's "Continue from where you left off.", a retried or rewo
 it, as Claude Code, resuming along ``parentUuid``, never sends it again
 (``tests/interop/test_claude_code_sends.py`` shows it with the real harness). Lines written
 ahead of their parent and ``system`` lines' parents leave everything as it was.
+
+``fixtures/claude-code/rewind.jsonl`` is hand-made in Claude Code 2.1's line shapes: a turn, a
+second turn rewound (the next question parented to the first answer), a call left behind by a
+crash ("Continue from where you left off."), and a last turn. Its usage is ctxfold's estimate of
+each request plus 17,000 tokens (a steady unlogged prompt), as the rewound turns are not sent.
+The fixture-wide tests (writers, streamed compaction, the count cache, two-process reads) read
+it too.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import real, real_files
+from conftest import FIXTURES, real, real_files
 
 from ctxfold.formats import loader
 from ctxfold.formats.validate import validate
@@ -185,3 +192,72 @@ def test_a_fork_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> N
     assert trace["resumed"] and _dropped(path) == ["a2"]
     assert estimate_to_dict(warm) == estimate_to_dict(estimate_file(path))
     assert warm.context_tokens < first.context_tokens - 300  # (the call's 400 words gone)
+
+
+def _attachment(uid: str, parent: str) -> dict[str, Any]:
+    reminder = {
+        "type": "todo_reminder",
+        "content": [{"content": "ship it", "status": "pending"}],
+        "itemCount": 1,
+    }
+    return {**BASE, "type": "attachment", "uuid": uid, "parentUuid": parent, "attachment": reminder}
+
+
+# the shape ``claude --resume ID --resume-session-at A1 -p ...`` writes (tests/interop): a second
+# turn (question, reminder, answer), then a third question parented to the first turn's answer
+TURN2 = [
+    _user("u2", "a1", "Say hi, SECOND-TURN " + "words " * 300),
+    _attachment("t2", "u2"),
+    _assistant("a2", "t2", "m2", _text("Hi there, second turn.")),
+]
+TURN3 = [_user("u3", "a1", "Do something else."), _assistant("a3", "u3", "m3", _text("Third answer."))]
+
+
+def test_a_rewind_leaves_the_turns_after_its_point_out(tmp_path: Path) -> None:
+    """The third question goes back to the first answer: the second turn is left out of the
+    context and of every later request, as a log without it counts them; the requests before
+    it are as they were, and the compacted log and the current context hold none of it."""
+    from ctxfold.transcript.context import current_context
+    from ctxfold.transcript.model import Rewind
+
+    forked = _write(tmp_path / "forked.jsonl", [*START, *TURN2, *TURN3])
+    without = _write(tmp_path / "without.jsonl", [*START, *TURN3])
+    t = loader.load(forked, fmt="claude-code")
+    assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("u2", "t2")]
+    assert _dropped(forked) == ["a2"]
+    ours, theirs = estimate_file(forked), estimate_file(without)
+    assert ours.context_tokens == theirs.context_tokens
+    assert [r.estimate for r in ours.requests] == [
+        *(r.estimate for r in estimate_file(_write(tmp_path / "before.jsonl", [*START, *TURN2])).requests),
+        theirs.requests[-1].estimate,
+    ]
+    assert validate(str(forked)).ok
+    assert "SECOND-TURN" not in str([m.text for m in current_context(t.entries).messages])
+    from ctxfold.formats.claude_code.writer import write
+
+    assert b"SECOND-TURN" not in b"".join(write(t))
+
+
+def test_a_rewind_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> None:
+    from ctxfold.tokens.estimate import estimate_to_dict
+    from ctxfold.tokens.incremental import estimate_incremental
+
+    path = _write(tmp_path / "live.jsonl", [*START, *TURN2])
+    estimate_incremental(str(path))
+    _write(path, [*START, *TURN2, *TURN3])
+    trace: dict[str, int] = {}
+    warm = estimate_incremental(str(path), trace=trace)
+    assert trace["resumed"]
+    assert estimate_to_dict(warm) == estimate_to_dict(estimate_file(path))
+    assert warm.context_tokens == estimate_file(_write(tmp_path / "w.jsonl", [*START, *TURN3])).context_tokens
+
+
+def test_the_rewind_fixture() -> None:
+    from ctxfold.transcript.context import current_context
+    from ctxfold.transcript.model import Rewind
+
+    t = loader.load(FIXTURES / "claude-code" / "rewind.jsonl")
+    assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("c1", "c2", "c3", "c4")]
+    assert [m.id for m in t.messages if m.dropped] == ["c5", "d2"]
+    sent = [m.id for m in current_context(t.entries).messages if not m.dropped]
+    assert sent == ["b1", "b2", "b4", "b5", "d1", "e1", "e2", "e3", "e4"]

@@ -1,6 +1,7 @@
 """The context's counts by column (``tokens/context_counts.py``) answer what a list of
 ``MessageCount`` answers: the largest messages, sums, the last turn, ids, through compactions that
-keep recent messages and through the count cache's pickling."""
+keep recent messages, through rewinds that drop messages from the middle, and through the count
+cache's pickling."""
 
 from __future__ import annotations
 
@@ -28,11 +29,13 @@ _counts = st.builds(
     st.dictionaries(st.sampled_from(CATEGORIES), st.integers(0, 3), max_size=2),
     st.sampled_from([None, "a", "b", "c", "d"]),
 )
-# an append, a compaction (keeping from the first message with an id, or nothing), a round trip
+# an append, a compaction (keeping from the first message with an id, or nothing), a rewind
+# (dropping the messages with some ids), a round trip
 _steps = st.lists(
     st.one_of(
         _counts.map(lambda mc: ("append", mc)),
         st.tuples(st.just("compact"), st.sampled_from([None, "a", "b", "c", "d"]), _counts),
+        st.tuples(st.just("drop"), st.sets(st.sampled_from(["a", "b", "c", "d"]), max_size=2)),
         st.just(("pickle",)),
     ),
     max_size=120,
@@ -45,11 +48,16 @@ def _compare(ctx: ContextCounts, model: list[MessageCount]) -> None:
     assert len(ctx) == len(model)
     for n in sorted({1, 2, context_counts.LARGEST}):
         want = heapq.nlargest(n, enumerate(model), key=lambda im: im[1].total)
-        assert ctx.largest(n) == [(i, mc.role, mc.total, mc.preview) for i, mc in want]
+        got = ctx.largest(n)
+        if ctx.rewound:  # the right rows; a preview let go before the rewind shows as none
+            assert [g[:3] for g in got] == [(i, mc.role, mc.total) for i, mc in want]
+            assert all(g[3] in ("", mc.preview) for g, (_, mc) in zip(got, want, strict=True))
+            continue
+        assert got == [(i, mc.role, mc.total, mc.preview) for i, mc in want]
     # and only those that may still be: after ``largest`` looked, none with LARGEST larger after it
     totals = [mc.total for mc in model]
     shown = {i for i, t in enumerate(totals) if sum(u > t for u in totals[i + 1 :]) < context_counts.LARGEST}
-    assert set(ctx.previews) == shown
+    assert set(ctx.previews) == shown or ctx.rewound
     assert ctx.sums() == {c: sum(mc.by_category.get(c, 0) for mc in model) for c in CATEGORIES}
     assert list(ctx.names()) == [(mc.role, mc.id) for mc in model]
     last = model[-1] if model else None
@@ -85,6 +93,13 @@ def test_the_columns_answer_as_a_list_of_counts_does(steps: list[tuple], every: 
                 if kept:
                     ctx.extend(kept)
                 model = [summary, *(model[start:] if start is not None else [])]
+            elif step[0] == "drop":  # as ``SessionCounter._rewind`` does
+                gone = ctx.drop(step[1])
+                kept_model = [mc for mc in model if mc.id not in step[1]]
+                assert gone == {
+                    c: sum(mc.by_category.get(c, 0) for mc in model if mc.id in step[1]) for c in CATEGORIES
+                }
+                model = kept_model
             else:
                 ctx = unpickle(dumps(ctx))  # as the count cache keeps it, and reads it back
             _compare(ctx, model)

@@ -23,7 +23,7 @@ from ctxfold.tokens import parallel, split
 from ctxfold.tokens.countstore import CountStore
 from ctxfold.tokens.estimate import FileEstimate, estimate_file, estimate_to_dict
 from ctxfold.tokens.incremental import estimate_incremental
-from ctxfold.transcript.model import ContextUpdate
+from ctxfold.transcript.model import ContextUpdate, Rewind
 
 AT = (0.1, 0.3, 0.5, 0.7, 0.9)
 FILES = [
@@ -135,8 +135,9 @@ def _state(reader: Any) -> tuple[Any, ...]:
         reader._model,
         reader._own,
         reader._started,
-        reader._chain,
-        reader._lines,
+        reader._chain.placed,
+        reader._chain.given,
+        reader._chain.lines,
     )
 
 
@@ -330,10 +331,11 @@ def test_the_crc_of_bytes_hashed_elsewhere_joins_the_crc_of_those_before() -> No
         assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
 
 
-def _forking(turns: int, far: int) -> list[bytes]:
+def _forking(turns: int, far: int, back: int) -> list[bytes]:
     """Turns of a question, a call and its result, chained by ``parentUuid``; every fifth
     question is parented past the response before it (left behind, its call never answered),
-    and the question of turn ``far`` to the first turn's."""
+    the question of turn ``far`` to the first turn's, and that of turn ``back`` to the result
+    two turns before (a rewind past the turn between)."""
     lines: list[bytes] = []
     parent: str | None = None
     for i in range(turns):
@@ -343,7 +345,7 @@ def _forking(turns: int, far: int) -> list[bytes]:
             lines.append(
                 orjson.dumps({**call, "uuid": f"left{i}", "parentUuid": parent, "message": message}) + b"\n"
             )
-        question["parentUuid"] = "u0" if i == far else parent
+        question["parentUuid"] = "u0" if i == far else f"r{i - 2}" if i == back else parent
         call["parentUuid"], result["parentUuid"] = question["uuid"], call["uuid"]
         lines += [orjson.dumps(d) + b"\n" for d in (question, call, result)]
         parent = result["uuid"]
@@ -357,15 +359,20 @@ def test_a_log_whose_lines_leave_responses_behind_gives_the_one_process_result(
     question parented far back into the first part: what one process reads, the other's part
     joined wherever it could read it."""
     path = tmp_path / "forks.jsonl"
-    lines = _forking(60, far=50)
+    lines = _forking(60, far=50, back=57)
     path.write_bytes(b"".join(lines))
-    left = {m.id for m in load(path).messages if m.dropped}
-    assert left == {f"left{i}" for i in range(4, 60, 5)} | {"a49", "r49"}
+    t = load(path)
+    left = {m.id for m in t.messages if m.dropped}
+    assert left == {f"left{i}" for i in range(4, 60, 5)} | {"a49", "r49", "a56", "r56"}
+    rewinds = [e.ids for e in t.entries if isinstance(e, Rewind)]
+    assert len(rewinds) == 2 and rewinds[1] == ("u56",)  # (its response and result dropped as read)
     want = one_process(path, monkeypatch)
     starts = {orjson.loads(line)["uuid"]: sum(map(len, lines[:k])) for k, line in enumerate(lines)}
     size = path.stat().st_size
     # seams before the question parented far back (its parent in the first part: the join is
-    # refused), at it, and at a question after it that leaves a response behind
-    for seam in (starts["u2"], starts["u14"], starts["u40"], starts["u50"], starts["u54"]):
-        assert two_processes(path, (seam - 1) / size, monkeypatch) == want, f"seam at {seam}"
-    assert (joins.started, joins.joined) == (5, 2)
+    # refused), at it, at a question after it that leaves a response behind, and before and at
+    # the one that rewinds
+    for name in ("u2", "u14", "u40", "u50", "u54", "u56", "u57"):
+        seam = starts[name]
+        assert two_processes(path, (seam - 1) / size, monkeypatch) == want, f"seam at {name}"
+    assert (joins.started, joins.joined) == (7, 4)

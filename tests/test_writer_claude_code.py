@@ -45,7 +45,7 @@ from ctxfold.formats import loader, registry
 from ctxfold.formats.claude_code import writer as W
 from ctxfold.formats.jsonl import iter_lines
 from ctxfold.formats.origin import last_model
-from ctxfold.transcript.context import current_context
+from ctxfold.transcript.context import current_context, live
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -70,8 +70,9 @@ def _strip(e: Any) -> Any:
 
 
 def _main(t: Transcript) -> list[Message]:
-    """The messages written: the main chain's, but a response the chain left behind."""
-    return [m for m in t.messages if m.branch is None and not m.dropped]
+    """The messages written: the main chain's, but those the chain left behind (a response
+    dropped, the messages a rewind leaves out)."""
+    return [e for e in live(t.entries) if isinstance(e, Message) and e.branch is None and not e.dropped]
 
 
 def _shapes(rows: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
@@ -143,6 +144,7 @@ def _is_prompt(m: Message) -> bool:
 def test_compacted(path: Path, tmp_path: Path) -> None:
     t = loader.load(path, fmt="claude-code")
     ct, tail = compacted(t, "claude-code", _is_prompt)
+    tail = [m for m in tail if not m.dropped]  # (a response left behind is not written)
     out = tmp_path / "compacted.jsonl"
     lines = write_file(W, ct, out)
     assert_compact(lines)

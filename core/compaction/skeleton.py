@@ -26,6 +26,7 @@ from ctxfold.transcript.model import (
     ContextUpdate,
     Entry,
     Message,
+    Rewind,
     ToolDef,
     Transcript,
 )
@@ -167,7 +168,7 @@ class Outlining:
 
     def _build(self, e: Entry) -> None:
         self.building.add(e)
-        if isinstance(e, (CompactionMarker, ContextReset)) and self.masking is not None:
+        if isinstance(e, (CompactionMarker, ContextReset, Rewind)) and self.masking is not None:
             self.masking.retain(self.building.ctx.messages)
 
     def _share(self, e: ContextUpdate) -> ContextUpdate:

@@ -22,6 +22,7 @@ import orjson
 from ctxfold.errors import LineError
 from ctxfold.formats import registry
 from ctxfold.formats.jsonl import iter_lines
+from ctxfold.transcript.context import live
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -60,7 +61,7 @@ def current(t: Transcript) -> tuple[ContextUpdate, list[Entry]]:
     """The fixed parts in force before the written entries, and those entries: everything,
     or after the last compaction marker only what the model sees from there on. Messages the
     harness no longer sent (``Message.dropped``) are left out: another harness would send them."""
-    entries = [e for e in t.entries if not (isinstance(e, Message) and e.dropped)]
+    entries = [e for e in live(t.entries) if not (isinstance(e, Message) and e.dropped)]
     cut = max((i for i, e in enumerate(entries) if isinstance(e, CompactionMarker)), default=-1)
     state = EMPTY
     for e in entries[: max(cut, 0)]:

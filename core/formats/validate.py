@@ -21,6 +21,7 @@ from ctxfold.transcript.model import (
     ContextReset,
     Entry,
     Message,
+    Rewind,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -127,10 +128,18 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
     out: list[Violation] = []
     calls: dict[tuple[str | None, str], int] = {}  # (branch, call id) → line of the call
     open_calls: dict[str | None, dict[str, int]] = {}
+    made: dict[str, list[str]] = {}  # main-branch message id → the calls it made still open
     for line, e in items:
+        if isinstance(e, Rewind):  # calls of the messages it leaves out need no result
+            main = open_calls.get(None, {})
+            for mid in e.ids:
+                for cid in made.pop(mid, ()):
+                    main.pop(cid, None)
+            continue
         if isinstance(e, (ContextReset, CompactionMarker)):
             calls.clear()  # a new conversation, or a new context built from a summary
             open_calls.clear()
+            made.clear()
             for m in e.replacement or () if isinstance(e, CompactionMarker) else ():
                 for c in m.tool_calls:  # calls the new context holds: results may follow it
                     calls[(m.branch, c.id)] = line
@@ -158,6 +167,8 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
                 calls[key] = line
                 if not e.dropped:  # a response the harness leaves out (pi's failed one) needs no result
                     pending[p.id] = line
+                    if branch is None and e.id is not None:
+                        made.setdefault(e.id, []).append(p.id)
             elif isinstance(p, ToolResultPart):
                 if (branch, p.call_id) not in calls:
                     out.append(Violation(line, f"tool result for {p.call_id!r} answers no earlier tool call"))

@@ -133,6 +133,10 @@ class MaskedCount(Sequence[Message]):
         for m in messages:
             self.append(m)
 
+    def drop(self, ids: set[str]) -> None:
+        """A rewind: the messages were counted and let go, so the session is read whole."""
+        raise Unknowable(f"a rewind leaves out {len(ids)} message(s) of a masked context counted, not kept")
+
     def append(self, m: Message) -> None:
         made = self._masking.let_go(m)
         if made is not None:

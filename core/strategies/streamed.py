@@ -190,6 +190,11 @@ class StreamedContext(Sequence[Message]):
         ids = [m.id for m in kept]
         return kept[ids.index(message_id) :] if message_id in ids else []
 
+    def drop(self, ids: set[str]) -> None:
+        """A rewind: the messages it leaves out were read by the digest as they came, so the
+        session is read whole (:class:`Unknowable`)."""
+        raise Unknowable(f"a rewind leaves out {len(ids)} message(s) the digest has read")
+
     def __len__(self) -> int:
         return self.n
 

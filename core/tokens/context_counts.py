@@ -10,7 +10,9 @@ A report shows the ``LARGEST`` largest messages with a preview of each, so only 
 messages that may still be among them are kept. A message with ``LARGEST`` strictly larger
 messages after it never is again: whatever is appended comes after those too, and a compaction
 that keeps recent messages keeps a suffix, which holds them as well. Ties go to the earlier
-message, as ``heapq.nlargest`` orders them.
+message, as ``heapq.nlargest`` orders them. Rows dropped from the middle (a rewind) break that
+rule: from then on the largest are ranked among every row, and a row whose preview was let go
+shows none.
 """
 
 from __future__ import annotations
@@ -35,7 +37,17 @@ class ContextCounts:
     (an index into ``ROLES``, then ``other_roles``), ``ids[i]``, and ``previews`` of the rows that
     may be among the largest."""
 
-    __slots__ = ("_checked", "_greater", "cats", "ids", "other_roles", "previews", "roles", "totals")
+    __slots__ = (
+        "_checked",
+        "_greater",
+        "cats",
+        "ids",
+        "other_roles",
+        "previews",
+        "rewound",
+        "roles",
+        "totals",
+    )
 
     def __init__(self) -> None:
         self.totals = array("q")
@@ -49,6 +61,7 @@ class ContextCounts:
         # not looked at yet
         self._greater: dict[int, int] = {}
         self._checked = 0
+        self.rewound = False  # rows were dropped: a preview let go may be among the largest
 
     def __len__(self) -> int:
         return len(self.totals)
@@ -83,6 +96,7 @@ class ContextCounts:
             self.roles.extend(other.roles)
         self.ids.extend(other.ids)
         self.previews.update((n + i, p) for i, p in other.previews.items())
+        self.rewound = self.rewound or other.rewound
 
     def suffix(self, start: int) -> ContextCounts:
         """The rows from ``start`` on, as a context of their own."""
@@ -95,7 +109,27 @@ class ContextCounts:
         out.previews = {i - start: p for i, p in self.previews.items() if i >= start}
         out._greater = {i - start: g for i, g in self._greater.items() if i >= start}
         out._checked = max(0, self._checked - start)
+        out.rewound = self.rewound
         return out
+
+    def drop(self, message_ids: set[str]) -> dict[str, int]:
+        """Leave out the rows of these messages (a rewind): their tokens by category."""
+        keep = [i for i, mid in enumerate(self.ids) if mid not in message_ids]
+        gone = [i for i, mid in enumerate(self.ids) if mid in message_ids]
+        dropped = {c: sum(column[i] for i in gone) for c, column in zip(CATEGORIES, self.cats, strict=True)}
+        if not gone:
+            return dropped
+        self._prune()
+        self.totals = array("q", (self.totals[i] for i in keep))
+        self.cats = tuple(array("q", (column[i] for i in keep)) for column in self.cats)
+        self.roles = bytearray(self.roles[i] for i in keep)
+        self.ids = [self.ids[i] for i in keep]
+        new = {old: j for j, old in enumerate(keep)}
+        self.previews = {new[i]: p for i, p in self.previews.items() if i in new}
+        self._greater = {new[i]: g for i, g in self._greater.items() if i in new}
+        self._checked = len(self.totals)
+        self.rewound = True
+        return dropped
 
     def index(self, message_id: str) -> int | None:
         """The row of the first message with ``message_id``, if any."""
@@ -134,8 +168,9 @@ class ContextCounts:
             raise ValueError(f"at most the {LARGEST} largest messages are known, not {n}")
         self._prune()
         totals = self.totals
-        top = heapq.nsmallest(n, self.previews, key=lambda i: (-totals[i], i))
-        return [(i, self.role(self.roles[i]), totals[i], self.previews[i]) for i in top]
+        rows = range(len(totals)) if self.rewound else self.previews
+        top = heapq.nsmallest(n, rows, key=lambda i: (-totals[i], i))
+        return [(i, self.role(self.roles[i]), totals[i], self.previews.get(i, "")) for i in top]
 
     def _prune(self) -> None:
         """Let go of the previews of rows with ``LARGEST`` strictly larger rows after them."""
@@ -174,6 +209,7 @@ class ContextCounts:
             "ids": self.ids,
             "previews": self.previews,
             "greater": self._greater,
+            "rewound": self.rewound,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -184,6 +220,7 @@ class ContextCounts:
         self.ids = state["ids"]
         self.previews = state["previews"]
         self._greater = state["greater"]
+        self.rewound = state["rewound"]
         self._checked = len(self.totals)
         n = len(self.totals)
         if not (

@@ -34,6 +34,7 @@ from ctxfold.transcript.model import (
     Entry,
     Message,
     OpaquePart,
+    Rewind,
     TextPart,
     ToolDef,
     ToolResultPart,
@@ -239,6 +240,8 @@ class SessionCounter:
                 self._api_error(e)
             elif isinstance(e, ContextReset):
                 self._clear()
+            elif isinstance(e, Rewind):
+                self._rewind(e)
 
     # ------------------------------------------------------------------------ entries
 
@@ -369,6 +372,15 @@ class SessionCounter:
             s.context.extend(kept)
             for cat, n in kept.sums().items():
                 s.by_category[cat] += n
+
+    def _rewind(self, r: Rewind) -> None:
+        """The messages the conversation went back past leave the context; the next assistant
+        message is another request. (Server-side tool calls among them are still counted: Claude
+        Code, the one log that rewinds, records none in the context.)"""
+        s = self.state
+        for cat, n in s.context.drop(set(r.ids)).items():
+            s.by_category[cat] -= n
+        self._in_run = False
 
     def _release_summary(self) -> None:
         """The held summary was not repeated by a message: it heads the context."""

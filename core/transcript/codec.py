@@ -31,6 +31,7 @@ KINDS: dict[str, type] = {
         m.ToolDef,
         m.ContextUpdate,
         m.ContextReset,
+        m.Rewind,
     )
 }
 
@@ -107,7 +108,9 @@ def decode(data: Mapping[str, Any]) -> Any:
             if wrong:
                 raise ValueError(f"{key!r} cannot hold {wrong[0]!r} (allowed: {', '.join(sorted(allowed))})")
             v = v if _NESTED[key] else v[0]
-        elif key == "system" and v is not None:
+        elif key in ("system", "ids") and v is not None:  # tuples of strings
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise TypeError(f"{key!r} should be a list of strings")
             v = tuple(v)
         elif key == "parameters" and v is not None and not isinstance(v, Mapping):
             raise TypeError("'parameters' should be an object")

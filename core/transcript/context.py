@@ -3,12 +3,14 @@
 Walks the entries the way the recording tool rebuilt its prompt: side branches are left out, a
 recorded compaction replaces what came before it (Codex's replacement history, pi's summary plus
 the entries it kept, Claude Code's summary line that follows the boundary; a summary the next
-message holds, as ctxfold writes its own, only once), and a reset starts over. The token counter (``tokens/session.py``) follows the same rules on counts.
+message holds, as ctxfold writes its own, only once), a reset starts over, and a rewind leaves
+out the messages it names. The token counter (``tokens/session.py``) follows the same rules on
+counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ctxfold.transcript.model import (
@@ -17,6 +19,7 @@ from ctxfold.transcript.model import (
     ContextUpdate,
     Entry,
     Message,
+    Rewind,
     TextPart,
     ToolDef,
     harness_tokens,
@@ -80,8 +83,36 @@ class Building:
             ctx.messages = []
             ctx.start = i + 1
             self.held = None
+        elif isinstance(e, Rewind):
+            ctx.messages = rewound(ctx.messages, set(e.ids))
+            self.held = None
         elif not isinstance(e, ContextUpdate):
             self.held = None  # an API error between: the summary stays at the head, as the counter has it
+
+
+def live(entries: Sequence[Entry]) -> Sequence[Entry]:
+    """The entries without the rewinds and the messages each leaves out: the conversation a
+    harness that resumes the log rebuilds (what the writers write)."""
+    if not any(isinstance(e, Rewind) for e in entries):
+        return entries
+    gone: set[str] = set()
+    out: list[Entry] = []
+    for e in reversed(entries):
+        if isinstance(e, Rewind):
+            gone.update(e.ids)
+        elif not (isinstance(e, Message) and e.id in gone and e.branch is None):
+            out.append(e)
+    out.reverse()
+    return out
+
+
+def rewound(messages: list[Message], ids: set[str]) -> list[Message]:
+    """The messages but those a rewind names; a streamed context (``compact`` of a long one)
+    drops them itself, or asks for the session to be read whole."""
+    if hasattr(messages, "drop"):
+        messages.drop(ids)
+        return messages
+    return [m for m in messages if m.id not in ids]
 
 
 def after_compaction(messages: list[Message], m: CompactionMarker) -> list[Message]:

@@ -390,7 +390,23 @@ class ContextReset:
     kind: ClassVar[str] = "reset"
 
 
-Entry = Message | CompactionMarker | ApiError | ContextUpdate | ContextReset
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Rewind:
+    """The conversation went back to an earlier point: the messages with these ids, read
+    before it, are left out of every later request (Claude Code: a question parented to an
+    earlier message, as ``/rewind`` and ``--resume-session-at`` write them). Requests made
+    before it sent them, and were billed as they were.
+
+    >>> ctxfold.Rewind(("u2", "a2")).ids
+    ('u2', 'a2')
+    """
+
+    ids: tuple[str, ...]
+    kind: ClassVar[str] = "rewind"
+
+
+Entry = Message | CompactionMarker | ApiError | ContextUpdate | ContextReset | Rewind
 
 
 @fast_init

@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
 from ctxfold.formats.claude_code.attachments import render as render_attachment
+from ctxfold.formats.claude_code.chain import Chain, forks
 from ctxfold.formats.claude_code.lines import CONVERSATION
 from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
@@ -28,6 +29,7 @@ from ctxfold.transcript.model import (
     Entry,
     Message,
     Part,
+    Rewind,
     TextPart,
     ToolResultPart,
 )
@@ -170,10 +172,7 @@ class Reader:
         self._model: str | None = None
         self._started = False
         self._own: str | None = None  # the sub-agent whose own transcript this file is
-        # each main-chain line's uuid since the last compaction, and where it sits: its number
-        # among them, or -1 (a system line, or one written ahead of its parent): ``_follow``
-        self._chain: dict[str, int] = {}
-        self._lines = 0
+        self._chain = Chain()  # the main chain's lines since the last compaction (``chain.py``)
 
     def _branch(self, d: dict[str, Any]) -> str | None:
         """A line's branch: None for the main chain, else its side chain's agent."""
@@ -195,50 +194,56 @@ class Reader:
         t = need(d, "type", line, str)
         if not self._started and t in CONVERSATION:
             self._start(d)
-        if t in CONVERSATION and self._branch(d) is None:
-            self._follow(d, t)
+        if t not in CONVERSATION:
+            return ()  # summary, progress, snapshots... and future bookkeeping types (lines.py)
+        first = self._follow(d, t) if self._branch(d) is None else None
         if t == "assistant":
-            return self._assistant(d, line)
-        if t == "user":
-            return self._user(d, line)
-        if t == "system":
-            return self._system(d, line)
-        if t == "attachment":
-            return self._attachment(d)
-        return ()  # summary, progress, snapshots... and future bookkeeping types (lines.py)
+            out = self._assistant(d, line)
+        elif t == "user":
+            out = self._user(d, line)
+        elif t == "system":
+            out = self._system(d, line)
+        else:
+            out = self._attachment(d)
+        return [*first, *out] if first else out
 
     def finish(self) -> Iterable[Entry]:
         return self._flush()
 
-    def _follow(self, d: dict[str, Any], t: str) -> None:
-        """Place a main-chain line; when its parent comes before the response being assembled,
-        the conversation went on without that response, and Claude Code never sends it again.
-
-        Claude Code resumes a session along ``parentUuid`` from its newest line, and a line
-        parented past a response leaves it off that chain: a response whose tool call never ran
-        when a crashed session was resumed ("Continue from where you left off.", parented to the
-        line before it), or the last response of a turn the user rewound (``/rewind``). Lines
-        are often written ahead of their parent (a tool result before its ``tool_use`` line, a
-        ``system`` line before the response it follows), so a fork is placed only by a parent
-        read before its own line and after its own parent, and never by a ``system`` line. A
-        rewind that goes back past earlier messages, already given, is not undone
-        (``docs/harnesses.md``)."""
+    def _follow(self, d: dict[str, Any], t: str) -> list[Entry]:
+        """Place a main-chain line (``chain.py``); the entries a fork there brings first."""
         parent = d.get("parentUuid")
-        at = self._at(parent, fork=t != "system")
-        uid = d.get("uuid")
-        if isinstance(uid, str):
-            placed = t != "system" and (parent is None or at is not None)
-            self._chain[uid] = self._lines if placed else -1
-        self._lines += 1
+        out = self._fork(parent) if forks(t, d) and not self._continues(d) else []
+        self._chain.place(d.get("uuid"), t, parent, self._chain.where(parent))
+        return out
 
-    def _at(self, parent: Any, fork: bool = True) -> int | None:
-        """Where ``parent`` sits on the chain (None: not read); with ``fork``, a child of it that
-        leaves the response being assembled behind, when it comes before it, marks it so."""
-        at = self._chain.get(parent) if isinstance(parent, str) else None
+    def _continues(self, d: dict[str, Any]) -> bool:
+        """Whether ``d`` is another line of the response being assembled."""
+        p, msg = self._pending, d.get("message")
+        mid = msg.get("id") if isinstance(msg, dict) else None
+        key = (mid, d.get("requestId")) if isinstance(mid, str) else None
+        return p is not None and d.get("type") == "assistant" and _same(p.key, key) and p.branch is None
+
+    def _fork(self, parent: Any) -> list[Entry]:
+        """A line parented to ``parent``, when it comes before the last line read, leaves behind
+        what was read after it, as Claude Code never sends it again: the response being
+        assembled is dropped (with its results), and the messages given already are left out
+        by a :class:`Rewind`."""
+        chain = self._chain
+        at = chain.where(parent)
+        if at is None or at < 0:
+            return []
         p = self._pending
-        if fork and p is not None and at is not None and 0 <= at < p.start:
+        if p is not None and p.start > at:
             p.left = True
-        return at
+        elif not chain.ahead(at):
+            return []
+        out = self._flush()
+        dropped = {e.id for e in out if isinstance(e, Message) and e.dropped}
+        gone = tuple(mid for mid in chain.after(at) if mid not in dropped)
+        if gone:
+            out.append(Rewind(gone))
+        return out
 
     def _flush(self, carry: bool = False) -> list[Entry]:
         """Emit the pending response, then the tool results held back behind it.
@@ -318,7 +323,9 @@ class Reader:
         model = msg.get("model")
         main_model = model if branch is None and isinstance(model, str) and model != SYNTHETIC else None
         self._context(d, out, main_model)
-        p = _Pending(d, msg, key, branch, self._lines - 1 if branch is None else -1)
+        p = _Pending(d, msg, key, branch, self._chain.lines - 1 if branch is None else -1)
+        if branch is None:
+            self._chain.note(get_str(d, "uuid"))
         p.add(d, msg, line, self._names)
         self._pending = p
         return out
@@ -352,6 +359,8 @@ class Reader:
     def _emit(self, d: dict[str, Any], message: Message, *, defer: bool) -> list[Entry]:
         """A user-side message: held behind the response being assembled (more of its lines may
         follow), or emitted after it."""
+        if message.branch is None:
+            self._chain.note(message.id)
         if defer:
             self._deferred.append(message)
             return []
@@ -379,7 +388,7 @@ class Reader:
         sub = d.get("subtype")
         if sub == "compact_boundary":
             out = self._flush()
-            self._chain.clear()  # the chain starts again at the boundary
+            self._chain.clear(d.get("uuid"))  # the chain starts again at the boundary
             self._context(d, out)
             meta = get_dict(d, "compactMetadata")
             out.append(

@@ -83,7 +83,7 @@ class _Placed(dict[Any, Any]):
         super().__init__()
         self.opening = opening if isinstance(opening, str) else None  # the seam line's parent
         if self.opening is not None:
-            self[self.opening] = -1  # placed by the first part: the seam line is placed after it
+            self[self.opening] = 0  # placed by the first part, before every line of the tail
         self.missed: set[Any] = set()
         self.cleared = False
 
@@ -114,7 +114,8 @@ def tail_reader(f: BinaryIO, seam: int) -> Reader:
     reader._session = reader._model = UNKNOWN
     reader._names = _Watched()
     f.seek(seam)
-    reader._chain = _Placed(orjson.loads(f.readline()).get("parentUuid"))
+    reader._chain.placed = _Placed(orjson.loads(f.readline()).get("parentUuid"))
+    reader._chain.lines = 1  # (line 0 stands for the seam line's parent)
     f.seek(0)
     for _, raw in zip(range(HEAD_LINES), iter(f.readline, b""), strict=False):
         if f.tell() > seam:
@@ -132,14 +133,13 @@ def tail_reader(f: BinaryIO, seam: int) -> Reader:
 def at_seam(reader: Reader, unseen: Unseen) -> Iterable[Entry]:
     """What the first part's reader emits at the seam line, before that line's own entries: its
     response left behind when the seam line is parented past it."""
-    reader._at(unseen.opening)
-    return reader.finish()
+    return [*reader._fork(unseen.opening), *reader.finish()]
 
 
 def detach(reader: Reader) -> Unseen:
     """What the tail's reader looked for and did not find; its names and chain made plain dicts
     (the reader is sent back to the first process)."""
-    names, chain = reader._names, reader._chain
+    names, chain = reader._names, reader._chain.placed
     unseen = Unseen()
     if isinstance(names, _Watched):
         unseen.calls = names.missed
@@ -148,7 +148,7 @@ def detach(reader: Reader) -> Unseen:
         unseen.parents = chain.missed
         unseen.cleared = chain.cleared
     reader._names = dict(names)
-    reader._chain = dict(chain)
+    reader._chain.placed = dict(chain)
     return unseen
 
 
@@ -162,19 +162,18 @@ def join(first: Reader, tail: Reader, unseen: Unseen) -> Reader | None:
     already (its first session id and model) sets the replay to what it was."""
     if unseen.calls & first._names.keys() or first._own != tail._own:
         return None
-    if unseen.parents & first._chain.keys():
+    if unseen.parents & first._chain.placed.keys():
         return None
-    if unseen.opening is not None and unseen.opening not in first._chain:
+    if unseen.opening is not None and unseen.opening not in first._chain.placed:
         return None  # (the whole file's reader did not place the seam line)
+    if tail._chain.lowest == 0 and first._chain.placed[unseen.opening] < 0:
+        return None  # a fork at the seam line's parent, which the whole file's reader cannot place
     tail._names = {**first._names, **tail._names}
     if tail._session == UNKNOWN:
         tail._session = first._session
     if tail._model == UNKNOWN:
         tail._model = first._model
-    n = first._lines
-    chain = {u: i + n if i >= 0 else i for u, i in tail._chain.items() if u != unseen.opening}
-    tail._chain = chain if unseen.cleared else {**first._chain, **chain}
-    tail._lines += n
+    tail._chain = first._chain.joined(tail._chain, unseen.opening, unseen.cleared)
     if tail._pending is not None and tail._pending.start >= 0:
-        tail._pending.start += n
+        tail._pending.start += first._chain.lines - 1
     return tail

@@ -39,6 +39,7 @@ from ctxfold.formats.base import now_iso, zeroed
 from ctxfold.formats.claude_code.check import check, check_file
 from ctxfold.formats.claude_code.parts import SYNTHETIC
 from ctxfold.formats.origin import last_model, native, session_cwd, sources
+from ctxfold.transcript.context import live
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -329,7 +330,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     """The lines of a Claude Code session log for ``t`` (main chain only)."""
     template = _template(t)
     w = _Writer(_session_id(t, template), template, _first_timestamp(t))
-    entries = t.entries
+    entries = live(t.entries)
     main = [i for i, e in enumerate(entries) if isinstance(e, Message) and e.branch is None]
     summary_at = -1
     written: list[Message] = []

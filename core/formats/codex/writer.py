@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -38,6 +38,7 @@ from ctxfold.formats.base import now_iso
 from ctxfold.formats.codex.check import check, check_file
 from ctxfold.formats.codex.emit import item, items, plain
 from ctxfold.formats.codex.reader import LINE_EXTRA, RECORD, WORLD_STATE
+from ctxfold.transcript.context import live
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -235,7 +236,7 @@ def _first_timestamp(t: Transcript) -> str:
 
 
 def _replacement(
-    entries: tuple[Any, ...], i: int, e: CompactionMarker, skip: set[int]
+    entries: Sequence[Any], i: int, e: CompactionMarker, skip: set[int]
 ) -> list[Message] | None:
     """The messages a compaction leaves: Codex's own replacement history, or for ctxfold's the
     summary and continuation messages that follow the marker (they are written inside it)."""
@@ -253,7 +254,7 @@ def _replacement(
 
 def write(t: Transcript) -> Iterator[bytes]:
     """The lines of a Codex rollout for ``t`` (main branch only)."""
-    entries = t.entries
+    entries = live(t.entries)
     native = t.source_format == NAME
     new = not native or isinstance(t.extra.get("original"), Transcript)
     own = next((e for e in entries if isinstance(e, ContextUpdate) and e.session_id), None)

@@ -30,6 +30,7 @@ from ctxfold.formats.origin import native
 from ctxfold.formats.pi.check import check, check_file
 from ctxfold.formats.pi.reader import BRANCH_PREFIX, BRANCH_SUFFIX, COMPACTION_PREFIX, COMPACTION_SUFFIX
 from ctxfold.formats.pi.session import NAME, VERSION, family, header, origin
+from ctxfold.transcript.context import live
 from ctxfold.transcript.model import (
     CompactionMarker,
     ContextUpdate,
@@ -285,7 +286,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     w = _Writer(ts, native(t, NAME), provider, api, model)
     named = head.get("modelId")  # a version 1 header's model: no model_change needed for it
     yield orjson.dumps(head)
-    entries = t.entries if w.native else _one_turn_each(t.entries)
+    entries = live(t.entries) if w.native else _one_turn_each(live(t.entries))
     compacted = any(isinstance(e, CompactionMarker) and e.source != NAME for e in entries)
     answered = any(isinstance(e, Message) and e.role == "assistant" and e.branch is None for e in entries)
     pending: CompactionMarker | None = None  # a ctxfold compaction waiting for the entries it keeps
