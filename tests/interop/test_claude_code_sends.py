@@ -6,7 +6,9 @@ response with a tool call and then by "Continue from where you left off." parent
 line, skipping the response (the shape Claude Code writes when a session is resumed from an
 earlier point, as in a real log of ``../shared``); in the other, the skipped response is not
 there. Claude Code sends both the same conversation, and ctxfold counts both the same context:
-the response left behind takes no room (``tests/test_claude_code_forks.py``).
+the response left behind takes no room (``tests/test_claude_code_forks.py``). Then a rewind:
+``--resume-session-at`` goes back past a whole turn, which Claude Code sends no more, and which
+ctxfold leaves out of every request after it.
 """
 
 from __future__ import annotations
@@ -81,3 +83,41 @@ def test_claude_code_does_not_send_a_branch_left_behind(
     assert LEFT not in json.dumps(sent[1])  # the branch left behind is not sent
     assert sent[0] == sent[1]  # the same conversation, with the branch or without it
     assert counted[0] == counted[1]
+
+
+def test_claude_code_does_not_send_the_turns_a_rewind_went_back_past(
+    harness_bin: Bin, lab_home: Path, tmp_path: Path
+) -> None:
+    """``claude --resume ID --resume-session-at ANSWER -p ...`` (what ``/rewind`` does in the
+    terminal) goes back to the first turn's answer: the new question is parented to it, and the
+    second turn, still in the log, is sent neither with it nor on the next resume. ctxfold counts
+    the context of the log without the second turn, for every request after the rewind."""
+    script = [
+        Reply(tool_calls=[("Bash", {"command": "seq 1 3"})]),
+        Reply("Counted."),
+        Reply("Hi there, second turn."),
+        Reply("Third answer."),
+        Reply("Fourth."),
+    ]
+    first_turn = ["-p", "Count to 3 with seq.", "--model", MODEL, "--allowedTools", "Bash"]
+    with ScriptedServer(anthropic_api, script) as srv:
+        _claude(harness_bin, lab_home, srv, *first_turn)
+        log = _log(lab_home)
+        _claude(harness_bin, lab_home, srv, "-p", "--continue", f"Say hi, {LEFT}.", "--model", MODEL)
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        answer = next(r for r in rows if r.get("type") == "assistant" and "Counted." in json.dumps(r))
+        seen = len(srv.requests)
+        rewind = ["--resume", answer["sessionId"], "--resume-session-at", answer["uuid"]]
+        _claude(harness_bin, lab_home, srv, "-p", *rewind, "Do something else.", "--model", MODEL)
+        _claude(harness_bin, lab_home, srv, "-p", "--continue", "And now?", "--model", MODEL)
+        sent = [r for r in srv.requests[seen:] if r.model_call]
+    assert len(sent) == 2 and not any(LEFT in json.dumps(messages(r)) for r in sent)
+    assert "Counted." in json.dumps(messages(sent[0]))
+    # the same log without the second turn's lines
+    second = {i for i, r in enumerate(rows) if i > rows.index(answer) and r.get("uuid")}
+    full = log.read_text().splitlines(keepends=True)
+    without = tmp_path / "without.jsonl"
+    without.write_text("".join(line for i, line in enumerate(full) if i not in second))
+    ours, theirs = estimate_file(log), estimate_file(without)
+    assert ours.context_tokens == theirs.context_tokens
+    assert [r.estimate for r in ours.requests[-2:]] == [r.estimate for r in theirs.requests[-2:]]
