@@ -28,11 +28,12 @@ class Chain:
     number among the lines (``UNPLACED``: a system line, or one read before its parent),
     ``given`` each message's id to the number of its first line, in reading order."""
 
-    __slots__ = ("given", "lines", "lowest", "placed")
+    __slots__ = ("given", "last", "lines", "lowest", "placed")
 
     def __init__(self) -> None:
         self.placed: dict[Any, int] = {}
         self.given: dict[str, int] = {}
+        self.last = UNPLACED  # the line of the last message given
         self.lines = 0
         self.lowest: int | None = None  # the earliest line a fork went back to
 
@@ -51,11 +52,7 @@ class Chain:
         """A message made from the line just read (its uuid): one of an unplaced line is never
         left behind (a result written ahead of its call belongs after it)."""
         if message_id is not None and self.placed.get(message_id, UNPLACED) >= 0:
-            self.given[message_id] = self.lines - 1
-
-    def ahead(self, at: int) -> bool:
-        """Whether a message was read after line ``at``."""
-        return bool(self.given) and next(reversed(self.given.values())) > at
+            self.given[message_id] = self.last = self.lines - 1
 
     def after(self, at: int) -> list[str]:
         """The messages read after line ``at``, in order, forgotten with their lines: the branch
@@ -76,6 +73,7 @@ class Chain:
                 placed[uid] = n
                 break
         gone.reverse()
+        self.last = next(reversed(given.values())) if given else UNPLACED
         return gone
 
     def joined(self, tail: Chain, opening: Any, cleared: bool) -> Chain:
@@ -92,6 +90,7 @@ class Chain:
         out.placed = on(tail.placed) if cleared else {**self.placed, **on(tail.placed)}
         out.given = on(tail.given) if cleared else {**self.given, **on(tail.given)}
         out.lines = n + tail.lines
+        out.last = next(reversed(out.given.values())) if out.given else UNPLACED
         lows = (self.lowest, None if tail.lowest is None else tail.lowest + n)
         out.lowest = min((x for x in lows if x is not None), default=None)
         return out
@@ -101,6 +100,7 @@ class Chain:
         so the summary line that follows it is placed)."""
         self.placed.clear()
         self.given.clear()
+        self.last = UNPLACED
         if isinstance(boundary, str):
             self.placed[boundary] = UNPLACED
 

@@ -192,11 +192,11 @@ class Reader:
     def feed(self, line: Line) -> Iterable[Entry]:
         d = obj(line)
         t = need(d, "type", line, str)
-        if not self._started and t in CONVERSATION:
-            self._start(d)
         if t not in CONVERSATION:
             return ()  # summary, progress, snapshots... and future bookkeeping types (lines.py)
-        first = self._follow(d, t) if self._branch(d) is None else None
+        if not self._started:
+            self._start(d)
+        first = self._follow(d, t) if d.get("isSidechain") is not True or self._branch(d) is None else None
         if t == "assistant":
             out = self._assistant(d, line)
         elif t == "user":
@@ -212,10 +212,20 @@ class Reader:
 
     def _follow(self, d: dict[str, Any], t: str) -> list[Entry]:
         """Place a main-chain line (``chain.py``); the entries a fork there brings first."""
-        parent = d.get("parentUuid")
-        out = self._fork(parent) if forks(t, d) and not self._continues(d) else []
-        self._chain.place(d.get("uuid"), t, parent, self._chain.where(parent))
+        chain, parent = self._chain, d.get("parentUuid")
+        at = chain.where(parent)
+        out: list[Entry] = []
+        # (most lines are parented to the last one: nothing was read after their parent)
+        after = at is not None and at >= 0 and (chain.last > at or self._started_after(at))
+        if after and forks(t, d) and not self._continues(d):
+            out = self._fork(parent)
+        chain.place(d.get("uuid"), t, parent, at)
         return out
+
+    def _started_after(self, at: int) -> bool:
+        """Whether the response being assembled started after line ``at``."""
+        p = self._pending
+        return p is not None and p.start > at
 
     def _continues(self, d: dict[str, Any]) -> bool:
         """Whether ``d`` is another line of the response being assembled."""
@@ -236,7 +246,7 @@ class Reader:
         p = self._pending
         if p is not None and p.start > at:
             p.left = True
-        elif not chain.ahead(at):
+        elif chain.last <= at:
             return []
         out = self._flush()
         dropped = {e.id for e in out if isinstance(e, Message) and e.dropped}

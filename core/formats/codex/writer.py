@@ -235,9 +235,7 @@ def _first_timestamp(t: Transcript) -> str:
 # ----------------------------------------------------------------------------------- writer
 
 
-def _replacement(
-    entries: Sequence[Any], i: int, e: CompactionMarker, skip: set[int]
-) -> list[Message] | None:
+def _replacement(entries: Sequence[Any], i: int, e: CompactionMarker, skip: set[int]) -> list[Message] | None:
     """The messages a compaction leaves: Codex's own replacement history, or for ctxfold's the
     summary and continuation messages that follow the marker (they are written inside it)."""
     if e.source == NAME:
