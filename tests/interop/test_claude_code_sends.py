@@ -52,19 +52,20 @@ def _fork(log: Path) -> tuple[dict, dict, dict]:
     return asked, response, again
 
 
+FIRST = [Reply(tool_calls=[("Bash", {"command": "seq 1 3"})]), Reply("Counted.")]
+
+
+def _first_turn(harness_bin: Bin, home: Path, srv: ScriptedServer) -> Path:
+    """A session's first turn (a call, then "Counted."): its log."""
+    _claude(harness_bin, home, srv, "-p", "Count to 3 with seq.", "--model", MODEL, "--allowedTools", "Bash")
+    return _log(home)
+
+
 def test_claude_code_does_not_send_a_branch_left_behind(
     harness_bin: Bin, lab_home: Path, tmp_path: Path
 ) -> None:
-    script = [
-        Reply(tool_calls=[("Bash", {"command": "seq 1 3"})]),
-        Reply("Counted."),
-        Reply("Next."),
-        Reply("Next."),
-    ]
-    first_turn = ["-p", "Count to 3 with seq.", "--model", MODEL, "--allowedTools", "Bash"]
-    with ScriptedServer(anthropic_api, script) as srv:
-        _claude(harness_bin, lab_home, srv, *first_turn)
-        log = _log(lab_home)
+    with ScriptedServer(anthropic_api, [*FIRST, Reply("Next."), Reply("Next.")]) as srv:
+        log = _first_turn(harness_bin, lab_home, srv)
         asked, response, again = _fork(log)
         without = tmp_path / "without.jsonl"
         shutil.copyfile(log, without)
@@ -92,17 +93,9 @@ def test_claude_code_does_not_send_the_turns_a_rewind_went_back_past(
     terminal) goes back to the first turn's answer: the new question is parented to it, and the
     second turn, still in the log, is sent neither with it nor on the next resume. ctxfold counts
     the context of the log without the second turn, for every request after the rewind."""
-    script = [
-        Reply(tool_calls=[("Bash", {"command": "seq 1 3"})]),
-        Reply("Counted."),
-        Reply("Hi there, second turn."),
-        Reply("Third answer."),
-        Reply("Fourth."),
-    ]
-    first_turn = ["-p", "Count to 3 with seq.", "--model", MODEL, "--allowedTools", "Bash"]
+    script = [*FIRST, Reply("Hi there, second turn."), Reply("Third answer."), Reply("Fourth.")]
     with ScriptedServer(anthropic_api, script) as srv:
-        _claude(harness_bin, lab_home, srv, *first_turn)
-        log = _log(lab_home)
+        log = _first_turn(harness_bin, lab_home, srv)
         _claude(harness_bin, lab_home, srv, "-p", "--continue", f"Say hi, {LEFT}.", "--model", MODEL)
         rows = [json.loads(line) for line in log.read_text().splitlines()]
         answer = next(r for r in rows if r.get("type") == "assistant" and "Counted." in json.dumps(r))

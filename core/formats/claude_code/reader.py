@@ -8,7 +8,9 @@ open, and emits the merged message (with the last line's usage) before them once
 another response arrives. Attachment lines the harness sends as system reminders (skill list,
 reminders, re-read files...) become meta user messages, see ``claude_code_attachments``; other
 bookkeeping lines (queue operations, snapshots, hook progress, titles...) carry nothing the
-model read and are dropped.
+model read and are dropped. Where a line's ``parentUuid`` goes back past what was read since
+(a rewind, a session resumed after a crash), the messages left behind are dropped from the
+context as Claude Code drops them (``chain.py``).
 """
 
 from __future__ import annotations
