@@ -4,7 +4,8 @@ request, and ctxfold's count of the session leaves it out too.
 
 The pinned pi resumes two copies of one session, one with such a response as its last entry and
 one without it; it sends both the same conversation, and ctxfold counts both the same context
-(and ``validate`` asks no result for the calls of the one left out).
+(and ``validate`` asks no result for the calls of the one left out). Then a branch: a question
+parented back to the first turn's answer, past a second turn, which pi sends no more.
 """
 
 from __future__ import annotations
@@ -85,3 +86,34 @@ def test_pi_leaves_out_a_response_that_failed_or_was_stopped(
     assert CUT_OFF not in json.dumps(sent[1]) and "never-run" not in json.dumps(sent[1])
     assert counted[0] == counted[1], counted
     validate(session)  # its calls, never run, need no result
+
+
+def test_pi_sends_the_branch_of_its_last_entry(harness_bin: Bin, lab_home: Path, tmp_path: Path) -> None:
+    """A session whose last question is parented to the first turn's answer (``/tree`` went back
+    there) past a second turn: pi sends the first turn and that question, not the second turn,
+    and ctxfold counts that context, as it counts the session without the second turn."""
+    script = [
+        Reply(tool_calls=[("bash", {"command": "echo one"})]),
+        Reply("Done one."),
+        Reply("Hi."),
+        Reply("Next."),
+    ]
+    with ScriptedServer(anthropic_api, script) as srv:
+        _configure(lab_home, srv)
+        _pi(harness_bin, lab_home, "--model", f"{PROVIDER}/{MODEL}", "-p", "Run echo one.")
+        session = _session(lab_home)
+        answer = _lines(session)[-1]
+        without = tmp_path / "without.jsonl"
+        shutil.copyfile(session, without)
+        _pi(harness_bin, lab_home, "--session", str(session), "-p", f"Say hi, {CUT_OFF}.")
+        assert len(_lines(session)) > len(_lines(without)) + 1  # the second turn
+        back = _entry(answer["id"], 9, {"role": "user", "content": [{"type": "text", "text": "Do something else."}],
+                                        "timestamp": answer["message"]["timestamp"] + 1})  # fmt: skip
+        for path in (session, without):
+            _append(path, back)
+        counted = [estimate_file(p).context_tokens for p in (session, without)]
+        seen = len(srv.requests)
+        _pi(harness_bin, lab_home, "--session", str(session), "-p", "Go on.")
+        (call,) = [r for r in srv.requests[seen:] if r.model_call]
+    assert CUT_OFF not in json.dumps(messages(call)) and "Done one." in json.dumps(messages(call))
+    assert counted[0] == counted[1], counted

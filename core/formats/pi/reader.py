@@ -9,8 +9,12 @@ Version 1 files (no ``version`` in the header) have no entry ids: compactions po
 first kept entry by its index in the file (header = 0). For those the reader gives every
 entry the id ``"#<index>"`` so ``CompactionMarker.first_kept_id`` still names a message.
 Version 2+ entries carry ``id``/``parentId`` (a tree, for in-place branching); ids are kept
-as they are and ``parentId`` goes in ``extra``. Every entry is read as the main branch:
-which leaf is current is only known at the end of the file.
+as they are and ``parentId`` goes in ``extra``. pi appends each entry to the current leaf and
+builds its request along ``parentId`` from it, so an entry parented to an earlier one than the
+last (``/tree`` went back there) leaves what was read after that one behind: a ``Rewind`` names
+those messages. Only a branch back to an entry since the last compaction is followed: one
+further back takes the compaction off pi's path and brings back what it folded, which a reader
+that went on past it no longer holds (``docs/harnesses.md``).
 
 A compaction keeps everything from its ``firstKeptEntryId`` on, and pi moves that cut back over
 the entries that are no message just before it (a model or thinking-level change, an
@@ -51,6 +55,7 @@ from ctxfold.transcript.model import (
     Message,
     OpaquePart,
     Part,
+    Rewind,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -212,6 +217,9 @@ class Reader(ListReader):
         self._index = -1  # pi's entry index: the header is 0
         self._between: list[str] = []  # ids of the entries that are no message since the last message
         self._message_at: dict[str, str] = {}  # such an id → the first message id after it
+        self._leaf: Any = None  # the id of the last entry read
+        self._since: dict[str, int] = {}  # each entry since the last compaction → its index
+        self._given: dict[str, int] = {}  # each message since the last compaction → its entry's index
 
     def feed(self, line: Line) -> Iterable[Entry]:
         self._index += 1
@@ -220,12 +228,36 @@ class Reader(ListReader):
             self._index = -1  # a derivative's title slot, before the header: not in pi's index
             return []
         out = self._entries(d, line)
+        if "parentId" in d:
+            out = self._branch(d, out)
         first = next((e.id for e in out if isinstance(e, Message)), None)
         if first is not None:
             self._message_at.update(dict.fromkeys(self._between, first))
             self._between.clear()
         else:
             self._between.append(self._id(d))
+        return out
+
+    def _branch(self, d: dict[str, Any], out: list[Entry]) -> list[Entry]:
+        """Follow the tree: an entry parented to an earlier entry than the last one (since the
+        last compaction) leaves the messages after that one out, by a ``Rewind`` before it."""
+        parent, uid = d.get("parentId"), d.get("id")
+        at = self._since.get(parent) if isinstance(parent, str) else None
+        if parent != self._leaf and at is not None:
+            gone: list[str] = []
+            while self._given and next(reversed(self._given.values())) > at:
+                gone.append(self._given.popitem()[0])
+            while self._since and next(reversed(self._since.values())) > at:
+                self._since.popitem()
+            if gone:
+                out = [Rewind(tuple(reversed(gone))), *out]
+        if any(isinstance(e, (CompactionMarker, ContextReset)) for e in out):
+            self._since.clear()
+            self._given.clear()
+        if isinstance(uid, str):
+            self._since[uid] = self._index
+            self._given.update((e.id, self._index) for e in out if isinstance(e, Message) and e.id)
+        self._leaf = uid
         return out
 
     def _entries(self, d: dict[str, Any], line: Line) -> list[Entry]:
