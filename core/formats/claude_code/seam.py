@@ -11,11 +11,12 @@ join mends or checks:
   repeat what the first part's reader already had (a replay is left as it was by them);
 - tool results whose call it did not see: named by the first part's reader when the call is
   among those it kept open (then the join is refused, and the part read here again);
-- where lines sit on the chain (``Reader._follow``): the seam line's parent is one the first
-  part's reader knows, so the reader started there takes it as known, and the first part's
-  reader is told it (a response that the seam line leaves behind is dropped at the seam);
-  its lines' numbers go on from the first part's, and a line of the part whose parent is in the
-  first part (not the seam line) refuses the join;
+- where lines sit on the chain (``chain.py``): the reader started at the seam numbers the seam
+  line's parent 0 and its own lines from 1, and the join numbers them on from the first part's.
+  The first part's reader is told that parent, and forks there as the whole file's reader
+  would at the seam line (a response or turns it leaves behind). The join is refused when a
+  line of the part is parented into the first part (but to the seam line's parent), or forks
+  at the seam line's parent where the whole file's reader placed none;
 - which sub-agent's transcript the file is: read from the file's first conversation line.
 """
 
