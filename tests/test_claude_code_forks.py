@@ -1,8 +1,9 @@
-"""Claude Code responses the conversation left behind: a line parented past the response being
-read (a resumed session's "Continue from where you left off.", a retried or rewound turn) drops
-it, as Claude Code, resuming along ``parentUuid``, never sends it again
+"""What a Claude Code log leaves behind when it forks: a line parented past what was read since
+its parent (a rewind, a resumed session's "Continue from where you left off.", a retried
+response) drops the response being read and leaves out, by a ``Rewind``, the messages read
+after that parent, as Claude Code, resuming along ``parentUuid``, never sends them again
 (``tests/interop/test_claude_code_sends.py`` shows it with the real harness). Lines written
-ahead of their parent and ``system`` lines' parents leave everything as it was.
+ahead of their parent, and ``system`` lines parented oddly, leave everything as it was.
 
 ``fixtures/claude-code/rewind.jsonl`` is hand-made in Claude Code 2.1's line shapes: a turn, a
 second turn rewound (the next question parented to the first answer), a call left behind by a
@@ -21,8 +22,12 @@ import orjson
 from conftest import FIXTURES, real, real_files
 
 from ctxfold.formats import loader
+from ctxfold.formats.claude_code.writer import write
 from ctxfold.formats.validate import validate
-from ctxfold.tokens.estimate import estimate_file
+from ctxfold.tokens.estimate import estimate_file, estimate_to_dict
+from ctxfold.tokens.incremental import estimate_incremental
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import Rewind
 
 BASE = {
     "isSidechain": False,
@@ -98,7 +103,6 @@ def test_a_response_left_behind_and_its_result_take_no_room(tmp_path: Path) -> N
     assert _dropped(forked) == ["a2", "r2"]
     assert estimate_file(forked).context_tokens == estimate_file(without).context_tokens
     assert validate(str(forked)).ok
-    from ctxfold.formats.claude_code.writer import write
 
     written = b"".join(write(loader.load(forked, fmt="claude-code")))
     assert b"toolu_left" not in written and b"Continue from where" in written
@@ -165,19 +169,20 @@ def test_the_real_log_counts_as_without_the_response_left_behind(tmp_path: Path)
     assert len(ours.requests) == len(theirs.requests) + 1
 
 
-def test_a_rewind_past_earlier_messages_drops_only_the_response_being_read(tmp_path: Path) -> None:
-    """What is not handled yet (``docs/harnesses.md``): a question parented further back than the
-    response being read leaves the messages before that response counted."""
+def test_a_rewind_drops_the_response_being_read_and_leaves_out_what_came_before_it(tmp_path: Path) -> None:
+    """A question parented further back than the response being read: that response is dropped
+    as it is built, and the question before it, given already, is left out by a rewind."""
     rows = [*START, _user("u2", "a1", "Go."), _assistant("a2", "u2", "m2", _text("Gone."))]
     rows.append(_user("u3", "a1", "Something else."))
-    assert _dropped(_write(tmp_path / "rewind.jsonl", rows)) == ["a2"]  # u2 is still counted
+    t = loader.load(_write(tmp_path / "rewind.jsonl", rows), fmt="claude-code")
+    assert [m.id for m in t.messages if m.dropped] == ["a2"]
+    assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("u2",)]
+    assert [m.id for m in current_context(t.entries).messages if not m.dropped] == ["u1", "a1", "u3"]
 
 
 def test_a_fork_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> None:
     """The count cache kept the state with the response still being read; the line that leaves
     it behind is appended: read on from there, the result is the cold run's."""
-    from ctxfold.tokens.estimate import estimate_to_dict
-    from ctxfold.tokens.incremental import estimate_incremental
 
     left = [_user("u2", "a1", "Go."), _assistant("a2", "u2", "m2", _call("c2"))]
     after = [
@@ -217,8 +222,6 @@ def test_a_rewind_leaves_the_turns_after_its_point_out(tmp_path: Path) -> None:
     """The third question goes back to the first answer: the second turn is left out of the
     context and of every later request, as a log without it counts them; the requests before
     it are as they were, and the compacted log and the current context hold none of it."""
-    from ctxfold.transcript.context import current_context
-    from ctxfold.transcript.model import Rewind
 
     forked = _write(tmp_path / "forked.jsonl", [*START, *TURN2, *TURN3])
     without = _write(tmp_path / "without.jsonl", [*START, *TURN3])
@@ -233,14 +236,11 @@ def test_a_rewind_leaves_the_turns_after_its_point_out(tmp_path: Path) -> None:
     ]
     assert validate(str(forked)).ok
     assert "SECOND-TURN" not in str([m.text for m in current_context(t.entries).messages])
-    from ctxfold.formats.claude_code.writer import write
 
     assert b"SECOND-TURN" not in b"".join(write(t))
 
 
 def test_a_rewind_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> None:
-    from ctxfold.tokens.estimate import estimate_to_dict
-    from ctxfold.tokens.incremental import estimate_incremental
 
     path = _write(tmp_path / "live.jsonl", [*START, *TURN2])
     estimate_incremental(str(path))
@@ -253,11 +253,29 @@ def test_a_rewind_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) ->
 
 
 def test_the_rewind_fixture() -> None:
-    from ctxfold.transcript.context import current_context
-    from ctxfold.transcript.model import Rewind
 
     t = loader.load(FIXTURES / "claude-code" / "rewind.jsonl")
     assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("c1", "c2", "c3", "c4")]
     assert [m.id for m in t.messages if m.dropped] == ["c5", "d2"]
     sent = [m.id for m in current_context(t.entries).messages if not m.dropped]
     assert sent == ["b1", "b2", "b4", "b5", "d1", "e1", "e2", "e3", "e4"]
+
+
+def test_a_rewind_to_a_system_line_leaves_what_followed_it_out(tmp_path: Path) -> None:
+    """In the terminal a turn ends with a ``turn_duration`` line, which the next question is
+    parented to: a rewind to the end of the first turn parents the new question to that line."""
+    ended = {
+        **BASE,
+        "type": "system",
+        "subtype": "turn_duration",
+        "uuid": "s1",
+        "parentUuid": "a1",
+        "durationMs": 900,
+    }
+    second = [{**TURN2[0], "parentUuid": "s1"}, *TURN2[1:]]
+    third = [{**TURN3[0], "parentUuid": "s1"}, *TURN3[1:]]
+    forked = _write(tmp_path / "forked.jsonl", [*START, ended, *second, *third])
+    without = _write(tmp_path / "without.jsonl", [*START, ended, *third])
+    t = loader.load(forked, fmt="claude-code")
+    assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("u2", "t2")]
+    assert estimate_file(forked).context_tokens == estimate_file(without).context_tokens

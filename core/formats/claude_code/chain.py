@@ -11,8 +11,9 @@ Lines are often written ahead of their parent, though: a parallel call's result 
 call's own line, a ``system`` line before the response it follows; and some ``system`` lines
 are parented oddly (an ``api_error`` several lines back, whose following lines the real counts
 show were sent). So a line is *placed* (may be a fork's parent) only when its parent was read
-before it, and ``system`` lines never are; only a user's own line (not only tool results) and an
-assistant line fork. The reader (``reader.py``) asks :meth:`Chain.where` a line's parent, and
+before it, and only a user's own line (not only tool results) and an assistant line fork: a
+``system`` line never does, though a question parented to one (a turn's ``turn_duration``)
+may. The reader (``reader.py``) asks :meth:`Chain.where` a line's parent, and
 when it forks, :meth:`Chain.after` which messages were read after it.
 """
 
@@ -25,7 +26,7 @@ UNPLACED = -1
 
 class Chain:
     """The main chain since the last compaction: ``placed`` maps each line's uuid to its
-    number among the lines (``UNPLACED``: a system line, or one read before its parent),
+    number among the lines (``UNPLACED``: one read before its parent, or the compaction's boundary),
     ``given`` each message's id to the number of its first line, in reading order."""
 
     __slots__ = ("given", "last", "lines", "lowest", "placed")
@@ -44,7 +45,7 @@ class Chain:
     def place(self, uid: Any, kind: str, parent: Any, at: int | None) -> None:
         """Number the line just read (``kind`` its type; ``at``, where its parent sits)."""
         if isinstance(uid, str):
-            placed = kind != "system" and (parent is None or at is not None)
+            placed = parent is None or at is not None
             self.placed[uid] = self.lines if placed else UNPLACED
         self.lines += 1
 
