@@ -279,3 +279,15 @@ def test_a_rewind_to_a_system_line_leaves_what_followed_it_out(tmp_path: Path) -
     t = loader.load(forked, fmt="claude-code")
     assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("u2", "t2")]
     assert estimate_file(forked).context_tokens == estimate_file(without).context_tokens
+
+
+def test_a_call_a_rewind_left_behind_needs_no_result(tmp_path: Path) -> None:
+    """A response with a call, given already (an API error followed it), then a question
+    parented back past it: the call never needs its result."""
+    error = {**BASE, "type": "system", "subtype": "api_error", "uuid": "s2", "parentUuid": "a2", "error": {}}
+    rows = [*START, _user("u2", "a1", "Build it."), _assistant("a2", "u2", "m2", _call("toolu_open")), error]
+    rows.append(_user("u3", "a1", "Something else."))
+    path = _write(tmp_path / "open.jsonl", rows)
+    t = loader.load(path, fmt="claude-code")
+    assert [e.ids for e in t.entries if isinstance(e, Rewind)] == [("u2", "a2")]
+    assert validate(str(path)).ok
