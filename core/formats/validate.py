@@ -128,13 +128,13 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
     out: list[Violation] = []
     calls: dict[tuple[str | None, str], int] = {}  # (branch, call id) → line of the call
     open_calls: dict[str | None, dict[str, int]] = {}
-    made: dict[str, list[str]] = {}  # main-branch message id → the calls it made still open
+    made: list[tuple[str | None, list[str]]] = []  # each main-branch message: its id, its calls
     for line, e in items:
         if isinstance(e, Rewind):  # calls of the messages it leaves out need no result
-            main = open_calls.get(None, {})
-            for mid in e.ids:
-                for cid in made.pop(mid, ()):
-                    main.pop(cid, None)
+            main, end = open_calls.get(None, {}), len(made) - e.last
+            for cid in (c for i, (mid, cs) in enumerate(made) if i >= end or mid in e.ids for c in cs):
+                main.pop(cid, None)
+            made = [(mid, cs) for i, (mid, cs) in enumerate(made) if i < end and mid not in e.ids]
             continue
         if isinstance(e, (ContextReset, CompactionMarker)):
             calls.clear()  # a new conversation, or a new context built from a summary
@@ -148,6 +148,8 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
             continue
         branch = e.branch
         pending = open_calls.setdefault(branch, {})
+        if branch is None:
+            made.append((e.id, []))
         starts_turn = (
             e.role == "user" and any(isinstance(p, TextPart) for p in e.parts) and not e.tool_results
         )
@@ -167,8 +169,8 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
                 calls[key] = line
                 if not e.dropped:  # a response the harness leaves out (pi's failed one) needs no result
                     pending[p.id] = line
-                    if branch is None and e.id is not None:
-                        made.setdefault(e.id, []).append(p.id)
+                    if branch is None:
+                        made[-1][1].append(p.id)
             elif isinstance(p, ToolResultPart):
                 if (branch, p.call_id) not in calls:
                     out.append(Violation(line, f"tool result for {p.call_id!r} answers no earlier tool call"))

@@ -112,10 +112,12 @@ class ContextCounts:
         out.rewound = self.rewound
         return out
 
-    def drop(self, message_ids: set[str]) -> dict[str, int]:
-        """Leave out the rows of these messages (a rewind): their tokens by category."""
-        keep = [i for i, mid in enumerate(self.ids) if mid not in message_ids]
-        gone = [i for i, mid in enumerate(self.ids) if mid in message_ids]
+    def drop(self, message_ids: set[str], last: int = 0) -> dict[str, int]:
+        """Leave out the rows of these messages and the ``last`` rows (a rewind): their tokens
+        by category."""
+        end = max(0, len(self.ids) - last)
+        keep = [i for i, mid in enumerate(self.ids) if i < end and mid not in message_ids]
+        gone = [i for i, mid in enumerate(self.ids) if i >= end or mid in message_ids]
         dropped = {c: sum(column[i] for i in gone) for c, column in zip(CATEGORIES, self.cats, strict=True)}
         if not gone:
             return dropped

@@ -378,7 +378,7 @@ class SessionCounter:
         message is another request. (Server-side tool calls among them are still counted: Claude
         Code, the one log that rewinds, records none in the context.)"""
         s = self.state
-        for cat, n in s.context.drop(set(r.ids)).items():
+        for cat, n in s.context.drop(set(r.ids), r.last).items():
             s.by_category[cat] -= n
         self._in_run = False
 

@@ -84,7 +84,7 @@ class Building:
             ctx.start = i + 1
             self.held = None
         elif isinstance(e, Rewind):
-            ctx.messages = rewound(ctx.messages, set(e.ids))
+            ctx.messages = rewound(ctx.messages, set(e.ids), e.last)
             self.held = None
         elif not isinstance(e, ContextUpdate):
             self.held = None  # an API error between: the summary stays at the head, as the counter has it
@@ -96,23 +96,32 @@ def live(entries: Sequence[Entry]) -> Sequence[Entry]:
     if not any(isinstance(e, Rewind) for e in entries):
         return entries
     gone: set[str] = set()
+    skip = 0  # main-branch messages still to leave out, back to the last compaction or reset
     out: list[Entry] = []
     for e in reversed(entries):
         if isinstance(e, Rewind):
             gone.update(e.ids)
-        elif not (isinstance(e, Message) and e.id in gone and e.branch is None):
-            out.append(e)
+            skip += e.last
+            continue
+        if isinstance(e, Message) and e.branch is None and (skip or e.id in gone):
+            if e.id not in gone:
+                skip -= 1
+            continue
+        if isinstance(e, (CompactionMarker, ContextReset)):
+            skip = 0
+        out.append(e)
     out.reverse()
     return out
 
 
-def rewound(messages: list[Message], ids: set[str]) -> list[Message]:
-    """The messages but those a rewind names; a streamed context (``compact`` of a long one)
-    drops them itself, or asks for the session to be read whole."""
+def rewound(messages: list[Message], ids: set[str], last: int = 0) -> list[Message]:
+    """The messages but those a rewind names and its ``last`` ones; a streamed context
+    (``compact`` of a long one) drops them itself, or asks for the session to be read whole."""
     if hasattr(messages, "drop"):
         messages.drop(ids)
         return messages
-    return [m for m in messages if m.id not in ids]
+    kept = messages[: max(0, len(messages) - last)]
+    return [m for m in kept if m.id not in ids] if ids else kept
 
 
 def after_compaction(messages: list[Message], m: CompactionMarker) -> list[Message]:

@@ -393,17 +393,24 @@ class ContextReset:
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Rewind:
-    """The conversation went back to an earlier point: the messages with these ids, read
-    before it, are left out of every later request (Claude Code: a question parented to an
-    earlier message, as ``/rewind`` and ``--resume-session-at`` write them). Requests made
-    before it sent them, and were billed as they were.
+    """The conversation went back to an earlier point: the messages with these ``ids``, and
+    the ``last`` messages of the main conversation, read before it, are left out of every
+    later request (Claude Code and pi: a question parented to an earlier message, as
+    ``/rewind``, ``--resume-session-at`` and pi's ``/tree`` write them; Codex: a rollback of
+    the last turns). Requests made before it sent them, and were billed as they were.
 
     >>> ctxfold.Rewind(("u2", "a2")).ids
     ('u2', 'a2')
     """
 
-    ids: tuple[str, ...]
+    ids: tuple[str, ...] = ()
+    last: int = 0
+    extra: Mapping[str, Any] = _extra()
     kind: ClassVar[str] = "rewind"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.last, bool) or not isinstance(self.last, int) or self.last < 0:
+            raise CountError(f"last is {self.last!r}, not a number of messages")
 
 
 Entry = Message | CompactionMarker | ApiError | ContextUpdate | ContextReset | Rewind

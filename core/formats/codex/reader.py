@@ -25,7 +25,16 @@ from typing import Any
 from ctxfold.errors import LineError
 from ctxfold.formats.base import Line, as_int, get_str, need, obj, parse_overflow, rest
 from ctxfold.formats.codex.items import item_message
-from ctxfold.transcript.model import ApiError, CompactionMarker, ContextUpdate, Entry, Message, Usage
+from ctxfold.transcript.model import (
+    ApiError,
+    CompactionMarker,
+    ContextUpdate,
+    Entry,
+    Message,
+    Rewind,
+    TextPart,
+    Usage,
+)
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout JSONL (session_meta / response_item / event_msg / turn_context lines)"
@@ -45,6 +54,18 @@ LINE_KEYS = frozenset({"timestamp", "ordinal", "type", "payload"})  # a line's o
 WORLD_STATE = "world_state"  # ContextUpdate.extra key holding a world_state payload
 LINE_EXTRA = "codex_line"  # Message.extra key holding the line's other keys (response-item metadata)
 RECORD = "codex_usage_record"  # Message.extra key: the token_usage_record's fields besides usage
+ROLLBACK = "codex_rollback"  # Rewind.extra key: the thread_rolled_back event's payload
+# user items Codex puts in the conversation itself: no turn of the user's starts with them
+_CONTEXTUAL = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<skills_instructions>",
+    "<permissions instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+)
 _OVERFLOW_HINT = re.compile(r"context[ _](?:window|length)|ran out of room|prompt is too long", re.I)
 _LAST = "payload.info.last_token_usage"
 _NAMES = {
@@ -85,6 +106,24 @@ def sniff(objs: Sequence[Any]) -> int:
 # ----------------------------------------------------------------------------------- reader
 
 
+def _starts_turn(m: Message) -> bool:
+    """Whether ``m`` starts a user's turn, as a rollback counts turns: a user item that is not
+    one Codex made itself (its environment, instructions...)."""
+    if m.role != "user":
+        return False
+    text = next((p.text for p in m.parts if isinstance(p, TextPart)), "").lstrip()
+    return not text.startswith(_CONTEXTUAL)
+
+
+class _Rollback:
+    """A ``thread_rolled_back`` event, until the reader has counted what it drops."""
+
+    __slots__ = ("payload", "timestamp", "turns")
+
+    def __init__(self, turns: int, payload: dict[str, Any], timestamp: str | None) -> None:
+        self.turns, self.payload, self.timestamp = turns, payload, timestamp
+
+
 class Reader:
     """Streams one rollout; holds at most one response's tail (its last assistant-side item and
     the tool outputs after it) while waiting for that response's usage."""
@@ -97,8 +136,47 @@ class Reader:
         self._records = False  # usage comes from token_usage_record lines (token_count: window only)
         self._names: dict[str, str] = {}  # call_id → tool name, to name tool results
         self.dropped_usage = 0  # new usage records with no assistant message to carry them
+        # the messages of the context given (since the last compaction), and the places among
+        # them where a user's turn starts (a rollback drops the last turns: ``_rolled_back``)
+        self._given_count = 0
+        self._starts: list[int] = []
 
     def feed(self, line: Line) -> Iterable[Entry]:
+        out = self._read(line)
+        return self._given(out) if out else out
+
+    def _given(self, out: Iterable[Entry]) -> list[Entry]:
+        """Note the messages given, and turn a rollback into the rewind of its turns' messages."""
+        given: list[Entry] = []
+        for e in out:
+            if isinstance(e, Message):
+                if e.branch is None:
+                    self._note(e)
+            elif isinstance(e, CompactionMarker):
+                self._given_count, self._starts = 0, []
+                for m in e.replacement or ():
+                    self._note(m)
+            elif isinstance(e, _Rollback):
+                e = self._rolled_back(e)
+            given.append(e)
+        return given
+
+    def _note(self, m: Message) -> None:
+        if _starts_turn(m):
+            self._starts.append(self._given_count)
+        self._given_count += 1
+
+    def _rolled_back(self, r: _Rollback) -> Rewind:
+        """Codex drops the last ``num_turns`` user turns from what it sends (all of them, but what
+        came before the first, when there are fewer)."""
+        starts, cut = self._starts, self._given_count
+        if starts and r.turns > 0:
+            cut = starts[-r.turns] if r.turns < len(starts) else starts[0]
+            del starts[-r.turns :]
+        last, self._given_count = self._given_count - cut, cut
+        return Rewind(last=last, extra={ROLLBACK: r.payload, "timestamp": r.timestamp})
+
+    def _read(self, line: Line) -> Iterable[Entry]:
         d = obj(line)
         kind = need(d, "type", line, str)
         if kind not in _LINE_TYPES:
@@ -120,7 +198,7 @@ class Reader:
         return self._flush([self._compacted(p, line, ts)])
 
     def finish(self) -> Iterable[Entry]:
-        return self._flush()
+        return self._given(self._flush())
 
     # -- holding back the last assistant-side message until its usage is known
 
@@ -225,6 +303,10 @@ class Reader:
                 n, limit = parse_overflow(msg) or (None, None)
                 err = ApiError(msg, n, limit, timestamp=ts, extra=rest(p, ("message",)))
                 return self._flush([err])
+        if t == "thread_rolled_back":
+            turns = p.get("num_turns")
+            rollback: Any = _Rollback(turns if isinstance(turns, int) and turns > 0 else 0, p, ts)
+            return self._flush([rollback])
         return []  # user_message, agent_message, item_completed, exec ends...: UI duplicates
 
     def _window_update(self, window: Any) -> list[Entry]:

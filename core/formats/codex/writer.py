@@ -37,13 +37,14 @@ import orjson
 from ctxfold.formats.base import now_iso
 from ctxfold.formats.codex.check import check, check_file
 from ctxfold.formats.codex.emit import item, items, plain
-from ctxfold.formats.codex.reader import LINE_EXTRA, RECORD, WORLD_STATE
+from ctxfold.formats.codex.reader import LINE_EXTRA, RECORD, ROLLBACK, WORLD_STATE
 from ctxfold.transcript.context import live
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
     ContextUpdate,
     Message,
+    Rewind,
     TextPart,
     Transcript,
     Usage,
@@ -252,8 +253,8 @@ def _replacement(entries: Sequence[Any], i: int, e: CompactionMarker, skip: set[
 
 def write(t: Transcript) -> Iterator[bytes]:
     """The lines of a Codex rollout for ``t`` (main branch only)."""
-    entries = live(t.entries)
     native = t.source_format == NAME
+    entries = t.entries if native else live(t.entries)  # (Codex's own rollbacks are written back)
     new = not native or isinstance(t.extra.get("original"), Transcript)
     own = next((e for e in entries if isinstance(e, ContextUpdate) and e.session_id), None)
     meta = _session_meta(t, own, native, new)
@@ -287,6 +288,8 @@ def write(t: Transcript) -> Iterator[bytes]:
             yield w.line("compacted", {**compacted, **(e.extra if e.source == NAME else {})}, e.timestamp)
         elif isinstance(e, ApiError) and native and e.extra.get("type") in ("error", "stream_error"):
             yield w.line("event_msg", {"type": e.extra["type"], "message": e.message, **e.extra}, e.timestamp)
+        elif isinstance(e, Rewind) and isinstance(e.extra.get(ROLLBACK), Mapping):
+            yield w.line("event_msg", e.extra[ROLLBACK], e.extra.get("timestamp"))
 
 
 def _context(
