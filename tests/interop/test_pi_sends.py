@@ -52,20 +52,22 @@ def _left_out(last: dict, stop: str) -> dict:
     return message
 
 
+FIRST = [Reply(tool_calls=[("bash", {"command": "echo one"})]), Reply("Done one.")]
+
+
+def _first_turn(harness_bin: Bin, home: Path, srv: ScriptedServer) -> Path:
+    """A session's first turn (a call, then "Done one."): its file."""
+    _configure(home, srv)
+    _pi(harness_bin, home, "--model", f"{PROVIDER}/{MODEL}", "-p", "Run echo one.")
+    return _session(home)
+
+
 @pytest.mark.parametrize("stop", ["error", "aborted"])
 def test_pi_leaves_out_a_response_that_failed_or_was_stopped(
     harness_bin: Bin, lab_home: Path, tmp_path: Path, stop: str
 ) -> None:
-    script = [
-        Reply(tool_calls=[("bash", {"command": "echo one"})]),
-        Reply("Done one."),
-        Reply("Next."),
-        Reply("Next."),
-    ]
-    with ScriptedServer(anthropic_api, script) as srv:
-        _configure(lab_home, srv)
-        _pi(harness_bin, lab_home, "--model", f"{PROVIDER}/{MODEL}", "-p", "Run echo one.")
-        session = _session(lab_home)
+    with ScriptedServer(anthropic_api, [*FIRST, Reply("Next."), Reply("Next.")]) as srv:
+        session = _first_turn(harness_bin, lab_home, srv)
         rows = _lines(session)
         last = rows[-1]
         assert last["message"]["role"] == "assistant" and last["message"]["stopReason"] == "stop"
@@ -92,16 +94,8 @@ def test_pi_sends_the_branch_of_its_last_entry(harness_bin: Bin, lab_home: Path,
     """A session whose last question is parented to the first turn's answer (``/tree`` went back
     there) past a second turn: pi sends the first turn and that question, not the second turn,
     and ctxfold counts that context, as it counts the session without the second turn."""
-    script = [
-        Reply(tool_calls=[("bash", {"command": "echo one"})]),
-        Reply("Done one."),
-        Reply("Hi."),
-        Reply("Next."),
-    ]
-    with ScriptedServer(anthropic_api, script) as srv:
-        _configure(lab_home, srv)
-        _pi(harness_bin, lab_home, "--model", f"{PROVIDER}/{MODEL}", "-p", "Run echo one.")
-        session = _session(lab_home)
+    with ScriptedServer(anthropic_api, [*FIRST, Reply("Hi."), Reply("Next.")]) as srv:
+        session = _first_turn(harness_bin, lab_home, srv)
         answer = _lines(session)[-1]
         without = tmp_path / "without.jsonl"
         shutil.copyfile(session, without)
