@@ -103,3 +103,13 @@ def test_a_rollback_reaches_into_what_a_compaction_kept(tmp_path: Path) -> None:
     assert any(isinstance(e, CompactionMarker) for e in t.entries)
     assert [e.last for e in t.entries if isinstance(e, Rewind)] == [2]
     assert [m for m in current_context(t.entries).messages if isinstance(m, Message)] == []
+
+
+def test_a_rollback_drops_the_context_updates_codex_put_before_the_turn(tmp_path: Path) -> None:
+    """A model switch note before the second turn goes with it (Codex trims such updates); the
+    environment before the first turn stays, even when every turn is rolled back."""
+    switch = _message("developer", "<model_switch>\\nThe user was previously using another model.")
+    rows = [ENV, TURNS[0], TURNS[1], switch, TURNS[2], TURNS[3]]
+    env = ENV["payload"]["content"][0]["text"]
+    assert _texts(_rollout(tmp_path, *rows, _rollback(1))) == [env, "one", "ONE"]
+    assert _texts(_rollout(tmp_path, *rows, _rollback(2))) == [env]

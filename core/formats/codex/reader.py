@@ -136,10 +136,13 @@ class Reader:
         self._records = False  # usage comes from token_usage_record lines (token_count: window only)
         self._names: dict[str, str] = {}  # call_id → tool name, to name tool results
         self.dropped_usage = 0  # new usage records with no assistant message to carry them
-        # the messages of the context given (since the last compaction), and the places among
-        # them where a user's turn starts (a rollback drops the last turns: ``_rolled_back``)
+        # the messages of the context given (since the last compaction), the places among them
+        # where a user's turn starts, each with the context updates Codex put just before it,
+        # and those since the last message that was none (a rollback drops the last turns:
+        # ``_rolled_back``)
         self._given_count = 0
-        self._starts: list[int] = []
+        self._starts: list[tuple[int, int]] = []
+        self._updates = 0
 
     def feed(self, line: Line) -> Iterable[Entry]:
         out = self._read(line)
@@ -153,7 +156,7 @@ class Reader:
                 if e.branch is None:
                     self._note(e)
             elif isinstance(e, CompactionMarker):
-                self._given_count, self._starts = 0, []
+                self._given_count, self._starts, self._updates = 0, [], 0
                 for m in e.replacement or ():
                     self._note(m)
             elif isinstance(e, _Rollback):
@@ -163,16 +166,25 @@ class Reader:
 
     def _note(self, m: Message) -> None:
         if _starts_turn(m):
-            self._starts.append(self._given_count)
+            self._starts.append((self._given_count, self._updates))
+            self._updates = 0
+        elif m.role == "system" or m.role == "user":  # a developer item, or Codex's own user item
+            self._updates += 1
+        else:
+            self._updates = 0
         self._given_count += 1
 
     def _rolled_back(self, r: _Rollback) -> Rewind:
         """Codex drops the last ``num_turns`` user turns from what it sends (all of them, but what
-        came before the first, when there are fewer)."""
+        came before the first, when there are fewer), with the context updates it had put just
+        before the first of them (a model switch...), but before the first turn."""
         starts, cut = self._starts, self._given_count
         if starts and r.turns > 0:
-            cut = starts[-r.turns] if r.turns < len(starts) else starts[0]
+            at, updates = starts[-r.turns] if r.turns < len(starts) else starts[0]
+            every = r.turns >= len(starts)
+            cut = at if every else at - updates
             del starts[-r.turns :]
+            self._updates = updates if every else 0
         last, self._given_count = self._given_count - cut, cut
         return Rewind(last=last, extra={ROLLBACK: r.payload, "timestamp": r.timestamp})
 
