@@ -145,14 +145,12 @@ class Reader:
         self._updates = 0
 
     def feed(self, line: Line) -> Iterable[Entry]:
-        out = self._read(line)
-        return self._given(out) if out else out
+        return self._given(self._read(line))
 
-    def _given(self, out: Iterable[Entry]) -> list[Entry]:
+    def _given(self, out: list[Entry]) -> list[Entry]:
         """Note the messages given, and turn a rollback into the rewind of its turns' messages."""
-        given: list[Entry] = []
-        for e in out:
-            if isinstance(e, Message):
+        for i, e in enumerate(out):
+            if type(e) is Message:
                 if e.branch is None:
                     self._note(e)
             elif isinstance(e, CompactionMarker):
@@ -160,9 +158,8 @@ class Reader:
                 for m in e.replacement or ():
                     self._note(m)
             elif isinstance(e, _Rollback):
-                e = self._rolled_back(e)
-            given.append(e)
-        return given
+                out[i] = self._rolled_back(e)
+        return out
 
     def _note(self, m: Message) -> None:
         if _starts_turn(m):
@@ -188,11 +185,11 @@ class Reader:
         last, self._given_count = self._given_count - cut, cut
         return Rewind(last=last, extra={ROLLBACK: r.payload, "timestamp": r.timestamp})
 
-    def _read(self, line: Line) -> Iterable[Entry]:
+    def _read(self, line: Line) -> list[Entry]:
         d = obj(line)
         kind = need(d, "type", line, str)
         if kind not in _LINE_TYPES:
-            return ()  # a line type Codex added later: not part of the model's context
+            return []  # a line type Codex added later: not part of the model's context
         p = need(d, "payload", line, dict)
         ts = get_str(d, "timestamp")
         if kind == "response_item":
