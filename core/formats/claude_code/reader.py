@@ -20,8 +20,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
+from ctxfold.formats.chain import Chain
 from ctxfold.formats.claude_code.attachments import render as render_attachment
-from ctxfold.formats.claude_code.chain import Chain, forks
+from ctxfold.formats.claude_code.chain import forks
 from ctxfold.formats.claude_code.lines import CONVERSATION
 from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
@@ -100,6 +101,12 @@ def _api_error_text(d: dict[str, Any]) -> str:
     if text is None:
         text = err if isinstance(err, str) else "API error"
     return text
+
+
+def _key(d: dict[str, Any], msg: dict[str, Any]) -> tuple[str, Any] | None:
+    """What tells a response's lines: its ``message.id`` and the line's ``requestId``."""
+    mid = msg.get("id")
+    return (mid, d.get("requestId")) if isinstance(mid, str) else None
 
 
 def _same(a: tuple[str, Any] | None, b: tuple[str, Any] | None) -> bool:
@@ -220,8 +227,8 @@ class Reader:
         # (most lines are parented to the last one: nothing was read after their parent)
         after = at is not None and at >= 0 and (chain.last > at or self._started_after(at))
         if after and forks(t, d) and not self._continues(d):
-            out = self._fork(parent)
-        chain.place(d.get("uuid"), t, parent, at)
+            out = self._fork(at)
+        chain.place(d.get("uuid"), parent, at)
         return out
 
     def _started_after(self, at: int) -> bool:
@@ -232,17 +239,15 @@ class Reader:
     def _continues(self, d: dict[str, Any]) -> bool:
         """Whether ``d`` is another line of the response being assembled."""
         p, msg = self._pending, d.get("message")
-        mid = msg.get("id") if isinstance(msg, dict) else None
-        key = (mid, d.get("requestId")) if isinstance(mid, str) else None
+        key = _key(d, msg) if isinstance(msg, dict) else None
         return p is not None and d.get("type") == "assistant" and _same(p.key, key) and p.branch is None
 
-    def _fork(self, parent: Any) -> list[Entry]:
-        """A line parented to ``parent``, when it comes before the last line read, leaves behind
-        what was read after it, as Claude Code never sends it again: the response being
-        assembled is dropped (with its results), and the messages given already are left out
-        by a :class:`Rewind`."""
+    def _fork(self, at: int | None) -> list[Entry]:
+        """A line parented to line ``at`` (``Chain.where``), when it comes before the last line
+        read, leaves behind what was read after it, as Claude Code never sends it again: the
+        response being assembled is dropped (with its results), and the messages given already
+        are left out by a :class:`Rewind`."""
         chain = self._chain
-        at = chain.where(parent)
         if at is None or at < 0:
             return []
         p = self._pending
@@ -325,8 +330,7 @@ class Reader:
             out.append(self._error(d, text))
             return out
         branch = self._branch(d)
-        mid = msg.get("id")
-        key = (mid, d.get("requestId")) if isinstance(mid, str) else None
+        key = _key(d, msg)
         p = self._pending
         if p is not None and _same(p.key, key) and p.branch == branch:
             p.add(d, msg, line, self._names)

@@ -134,7 +134,7 @@ def tail_reader(f: BinaryIO, seam: int) -> Reader:
 def at_seam(reader: Reader, unseen: Unseen) -> Iterable[Entry]:
     """What the first part's reader emits at the seam line, before that line's own entries: its
     response left behind when the seam line is parented past it."""
-    return [*reader._fork(unseen.opening), *reader.finish()]
+    return [*reader._fork(reader._chain.where(unseen.opening)), *reader.finish()]
 
 
 def detach(reader: Reader) -> Unseen:

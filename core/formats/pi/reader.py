@@ -45,6 +45,7 @@ from ctxfold.formats.base import (
     parse_overflow,
     rest,
 )
+from ctxfold.formats.chain import Chain
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -217,9 +218,7 @@ class Reader(ListReader):
         self._index = -1  # pi's entry index: the header is 0
         self._between: list[str] = []  # ids of the entries that are no message since the last message
         self._message_at: dict[str, str] = {}  # such an id → the first message id after it
-        self._leaf: Any = None  # the id of the last entry read
-        self._since: dict[str, int] = {}  # each entry since the last compaction → its index
-        self._given: dict[str, int] = {}  # each message since the last compaction → its entry's index
+        self._chain = Chain()  # the tree's entries since the last compaction (``formats/chain.py``)
 
     def feed(self, line: Line) -> Iterable[Entry]:
         self._index += 1
@@ -241,23 +240,18 @@ class Reader(ListReader):
     def _branch(self, d: dict[str, Any], out: list[Entry]) -> list[Entry]:
         """Follow the tree: an entry parented to an earlier entry than the last one (since the
         last compaction) leaves the messages after that one out, by a ``Rewind`` before it."""
-        parent, uid = d.get("parentId"), d.get("id")
-        at = self._since.get(parent) if isinstance(parent, str) else None
-        if parent != self._leaf and at is not None:
-            gone: list[str] = []
-            while self._given and next(reversed(self._given.values())) > at:
-                gone.append(self._given.popitem()[0])
-            while self._since and next(reversed(self._since.values())) > at:
-                self._since.popitem()
+        chain, parent = self._chain, d.get("parentId")
+        at = chain.where(parent)
+        if at is not None and 0 <= at < chain.lines - 1:  # (not the last entry read)
+            gone = chain.after(at)
             if gone:
-                out = [Rewind(tuple(reversed(gone))), *out]
+                out = [Rewind(tuple(gone)), *out]
         if any(isinstance(e, (CompactionMarker, ContextReset)) for e in out):
-            self._since.clear()
-            self._given.clear()
-        if isinstance(uid, str):
-            self._since[uid] = self._index
-            self._given.update((e.id, self._index) for e in out if isinstance(e, Message) and e.id)
-        self._leaf = uid
+            chain.clear()
+        chain.place(d.get("id"), None, None)  # (pi writes no entry before its parent: all are placed)
+        for e in out:
+            if isinstance(e, Message):
+                chain.note(e.id)
         return out
 
     def _entries(self, d: dict[str, Any], line: Line) -> list[Entry]:
