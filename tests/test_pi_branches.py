@@ -1,8 +1,9 @@
 """pi's sessions are trees: ``/tree`` goes back to an earlier entry, and the next entry is parented
 there. pi builds its request along ``parentId`` from the last entry, so the branch left behind is
 not sent (``tests/interop/test_pi_sends.py`` shows it with the real pi): ctxfold's reader names
-its messages in a ``Rewind``, and they leave the context. A branch back past a compaction is not
-followed (what the compaction folded would come back)."""
+its messages in a ``Rewind``, and they leave the context. A branch back past a compaction, or onto
+a branch left earlier, is not followed (what the compaction folded, or that branch, would come
+back): it is said in the file's warnings."""
 
 from __future__ import annotations
 
@@ -66,8 +67,25 @@ def test_a_branch_back_past_a_compaction_is_not_followed(tmp_path: Path) -> None
     compaction = {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-01-02T10:00:02.000Z",
                   "summary": "The parser is planned.", "firstKeptEntryId": "u2", "tokensBefore": 1200}  # fmt: skip
     rows = [*FIRST, *SECOND, compaction, *BACK]
-    t = loader.load(_write(tmp_path / "past.jsonl", rows))
+    path = _write(tmp_path / "past.jsonl", rows)
+    t = loader.load(path)
     assert not any(isinstance(e, Rewind) for e in t.entries)
+    said = [w for w in estimate_file(path).warnings if "does not follow" in w]
+    assert said == [
+        "line 7: the conversation goes on from line 3, before the compaction at line 6: pi sends what came "
+        "before it again, which ctxfold does not follow (counts from here on may be off)"
+    ]
+
+
+def test_going_on_from_a_branch_left_earlier_is_said(tmp_path: Path) -> None:
+    again = [_user("u4", "a2", "Back to SECOND."), _answer("a4", "u4", "Ok.")]  # a2: left by BACK
+    path = _write(tmp_path / "again.jsonl", [*FIRST, *SECOND, *BACK, *again])
+    opened = loader.open_transcript(path)
+    rewinds = [e.ids for e in opened.entries if isinstance(e, Rewind)]
+    assert rewinds == [("u2", "a2")]  # only the first branch back is followed
+    assert [w.split(":")[0] for w in opened.warnings if "on a branch left earlier" in w] == ["line 8"]
+    followed = _write(tmp_path / "followed.jsonl", [*FIRST, *SECOND, *BACK])
+    assert not [w for w in estimate_file(followed).warnings if "does not follow" in w]
 
 
 def test_a_branch_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> None:
@@ -78,3 +96,30 @@ def test_a_branch_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) ->
     warm = estimate_incremental(str(path), trace=trace)
     assert trace["resumed"]
     assert estimate_to_dict(warm) == estimate_to_dict(estimate_file(path))
+
+
+def test_a_branch_not_followed_is_said_after_the_state_kept_too(tmp_path: Path) -> None:
+    again = [_user("u4", "a2", "Back to SECOND."), _answer("a4", "u4", "Ok.")]
+    more = [_user("u5", "a4", "And on."), _answer("a5", "u5", "On.")]
+    path = _write(tmp_path / "live.jsonl", [*FIRST, *SECOND, *BACK, *again])
+    first = estimate_incremental(str(path))
+    _write(path, [*FIRST, *SECOND, *BACK, *again, *more])
+    trace: dict[str, int] = {}
+    warm = estimate_incremental(str(path), trace=trace)
+    assert trace["resumed"]
+    cold = estimate_file(path)
+    assert [w for w in cold.warnings if "does not follow" in w] == [
+        w for w in first.warnings if "does not follow" in w
+    ]
+    assert len([w for w in cold.warnings if "does not follow" in w]) == 1
+    assert estimate_to_dict(warm) == estimate_to_dict(cold)
+
+
+def test_validate_still_checks_the_line_a_branch_warning_names(tmp_path: Path) -> None:
+    compaction = {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-01-02T10:00:02.000Z",
+                  "summary": "The parser is planned.", "firstKeptEntryId": "u2", "tokensBefore": 1200}  # fmt: skip
+    stray = _entry("r1", "a1", {"role": "toolResult", "toolCallId": "call_nowhere", "toolName": "read",
+                                "content": [{"type": "text", "text": "x"}], "isError": False, "timestamp": 3})  # fmt: skip
+    checked = validate(str(_write(tmp_path / "stray.jsonl", [*FIRST, *SECOND, compaction, stray])))
+    assert [w.split(":")[0] for w in checked.warnings] == ["line 7"]
+    assert 7 in [v.line for v in checked.violations]

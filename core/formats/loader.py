@@ -104,10 +104,18 @@ def open_lines(
             )
     reader: Reader = registry.get(fmt).Reader()
     opened = Opened(path, fmt, iter(()), skipped, warnings, reader=reader, sniffed=len(head))
+    told(opened)
     opened.entries = _stream(opened, reader, head, lines, skip_invalid, finish)
     if forced and finish:
         opened.entries = _not_empty(opened, [line.data for line in head], opened.entries)
     return opened
+
+
+def told(opened: Opened) -> None:
+    """Let the reader add its warnings (a ``warnings`` list: a branch it does not follow) to
+    the file's, where they are said with the others."""
+    if isinstance(getattr(opened.reader, "warnings", None), list):
+        opened.reader.warnings = opened.warnings  # type: ignore[union-attr]
 
 
 def _not_empty(opened: Opened, head: list[Any], entries: Iterator[Entry]) -> Iterator[Entry]:
@@ -190,9 +198,12 @@ def _stream(
         raise _as_line_error(err, opened.current_line, opened.format).with_path(opened.path) from None
 
 
+LEFT_OUT = ": left out"  # how the warning of a line left out ends (a reader's say other things)
+
+
 def _left_out(err: PartialLineError) -> str:
     """The warning, without the path: it is said with the file's other warnings, under its name."""
-    return f"line {err.line}: {err.reason}: left out"
+    return f"line {err.line}: {err.reason}{LEFT_OUT}"
 
 
 # What a reader raises on a line it cannot make sense of; anything else is a bug of ctxfold's.

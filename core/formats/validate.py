@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxfold.errors import InputError, LineError
-from ctxfold.formats.loader import Opened, open_transcript
+from ctxfold.formats.loader import LEFT_OUT, Opened, open_transcript
 from ctxfold.formats.registry import WRITERS
 from ctxfold.transcript.model import (
     CompactionMarker,
@@ -85,7 +85,9 @@ def validate(path: str, fmt: str | None = None, *, skip_invalid: bool = False) -
         if hasattr(module, "check_file") and path != "-":
             found += [Violation(n, m) for n, m in module.check_file(path)]
     # the lines left out were said once, as skipped or as a warning: not again as violations
-    left_out = {e.line for e in opened.skipped} | {_line_of(w) for w in opened.warnings}
+    left_out = {e.line for e in opened.skipped} | {
+        _line_of(w) for w in opened.warnings if w.endswith(LEFT_OUT)
+    }
     found = [v for v in found if v.line not in left_out]
     skipped = [str(e) for e in opened.skipped]
     return Validation(path, opened.format, len(items), sorted(set(found)), list(opened.warnings), skipped)
