@@ -138,6 +138,8 @@ def _state(reader: Any) -> tuple[Any, ...]:
         reader._chain.placed,
         reader._chain.given,
         reader._chain.lines,
+        reader._kept,
+        reader._anchor,
     )
 
 

@@ -8,7 +8,9 @@ earlier point, as in a real log of ``../shared``); in the other, the skipped res
 there. Claude Code sends both the same conversation, and ctxfold counts both the same context:
 the response left behind takes no room (``tests/test_claude_code_forks.py``). Then a rewind:
 ``--resume-session-at`` goes back past a whole turn, which Claude Code sends no more, and which
-ctxfold leaves out of every request after it.
+ctxfold leaves out of every request after it. Last, Claude Code's own ``/compact``, which keeps
+the newest answer verbatim after its summary, and a rewind to that answer: ctxfold counts the
+conversation Claude Code sends after each (``tests/test_claude_code_preserved.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import shutil
 import uuid
 from pathlib import Path
 
+from ctxfold.formats import loader
 from ctxfold.tokens.estimate import estimate_file
+from ctxfold.transcript.context import Building
+from ctxfold.transcript.model import TextPart
 from interop.carry import messages
 from interop.server import Reply, ScriptedServer, anthropic_api
 from interop.test_claude_code import MODEL, Bin, _claude, _log
@@ -114,3 +119,50 @@ def test_claude_code_does_not_send_the_turns_a_rewind_went_back_past(
     ours, theirs = estimate_file(log), estimate_file(without)
     assert ours.context_tokens == theirs.context_tokens
     assert [r.estimate for r in ours.requests[-2:]] == [r.estimate for r in theirs.requests[-2:]]
+
+
+def _said(sent: list[list[object]]) -> list[tuple[object, str]]:
+    """The conversation's texts in a request Claude Code sent (its system reminders aside)."""
+    out = []
+    for role, content in sent:
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for b in blocks:  # type: ignore[union-attr]
+            if b.get("type") == "text" and not b["text"].startswith("<system-reminder>"):
+                out.append((role, b["text"].strip()))  # (it sends the /compact command's line with a newline)
+    return sorted(out)
+
+
+def _counted(log: Path, answer: str) -> list[tuple[object, str]]:
+    """The conversation's texts in ctxfold's context of the request that ``answer`` answered."""
+    building = Building()
+    for e in loader.load(log).entries:
+        if getattr(e, "role", None) == "assistant" and answer in e.text:  # type: ignore[union-attr]
+            break
+        building.add(e)
+    messages = [m for m in building.ctx.messages if not m.dropped and "attachment" not in m.extra]
+    return sorted((m.role, p.text.strip()) for m in messages for p in m.parts if isinstance(p, TextPart))
+
+
+def test_claude_code_sends_what_its_compaction_kept(harness_bin: Bin, lab_home: Path) -> None:
+    """``/compact`` keeps the first turn's answer ("Counted.") verbatim: the next turn sends the
+    summary, that answer and the command's lines; a rewind to that answer (parented to a line
+    before the boundary) sends the summary, the answer and the new question. ctxfold's context of
+    each request holds the same conversation."""
+    script = [*FIRST, Reply("<summary>The count was made.</summary>"), Reply("After the compaction."),
+              Reply("Went back.")]  # fmt: skip
+    with ScriptedServer(anthropic_api, script) as srv:
+        log = _first_turn(harness_bin, lab_home, srv)
+        _claude(harness_bin, lab_home, srv, "-p", "--continue", "/compact", "--model", MODEL)
+        seen = len(srv.requests)
+        _claude(harness_bin, lab_home, srv, "-p", "--continue", "And now?", "--model", MODEL)
+        after = next(r for r in srv.requests[seen:] if r.model_call)
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        kept = next(r for r in rows if r.get("type") == "assistant" and "Counted." in json.dumps(r))
+        seen = len(srv.requests)
+        back = ["--resume", kept["sessionId"], "--resume-session-at", kept["uuid"]]
+        _claude(harness_bin, lab_home, srv, "-p", *back, "Go back.", "--model", MODEL)
+        rewound = next(r for r in srv.requests[seen:] if r.model_call)
+    assert ("assistant", "Counted.") in _said(messages(after))
+    assert _counted(log, "After the compaction.") == _said(messages(after))
+    assert not any("And now?" in text for _, text in _said(messages(rewound)))
+    assert _counted(log, "Went back.") == _said(messages(rewound))

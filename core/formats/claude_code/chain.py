@@ -14,11 +14,18 @@ show were sent). So a line is *placed* (may be a fork's parent) only when its pa
 before it, and only a user's own line (not only tool results) and an assistant line fork: a
 ``system`` line never does, though a question parented to one (a turn's ``turn_duration``)
 may. The reader (``reader.py``) keeps the chain in a :class:`~ctxfold.formats.chain.Chain`.
+
+Claude Code's own compaction (2.1.332: ``/compact``, and the automatic one) may keep the newest
+messages verbatim: the boundary's metadata names them (``preserved``), and on resume Claude Code
+links them after the summary line and the lines that followed the summary after them. The
+reader keeps those messages in the context and puts their lines back on the chain there.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+from ctxfold.formats.chain import Chain
 
 
 def forks(kind: str, d: dict[str, Any]) -> bool:
@@ -35,3 +42,63 @@ def forks(kind: str, d: dict[str, Any]) -> bool:
         and content
         and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
     )
+
+
+class Preserved(NamedTuple):
+    """A compaction's preserved segment (``preserved``): the summary line it goes after, its
+    lines in order, the messages they start, and the messages read after it (dropped)."""
+
+    anchor: str
+    lines: tuple[Any, ...]
+    kept: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+def preserved(chain: Chain, meta: dict[str, Any]) -> Preserved | None:
+    """What Claude Code keeps verbatim across its own compaction, from the boundary's
+    ``compactMetadata``: ``preservedMessages`` (the lines listed; it prefers them) or a
+    ``preservedSegment`` (the chain's lines from ``headUuid`` to ``tailUuid``), put back after the
+    summary line ``anchorUuid``. None when nothing is kept, or the lines are not on this chain
+    (Claude Code then keeps nothing either: it finds no segment to put back)."""
+    listed, segment = meta.get("preservedMessages"), meta.get("preservedSegment")
+    found = _listed(chain, listed) if isinstance(listed, dict) and listed.get("uuids") else None
+    if found is None and isinstance(listed, dict) and listed.get("uuids"):
+        return None
+    if found is None and isinstance(segment, dict):
+        found = _segment(chain, segment)
+    if found is None:
+        return None
+    anchor, lines = found
+    inside = set(lines)
+    last = max(chain.placed[uid] for uid in lines)
+    kept = tuple(mid for mid in chain.given if mid in inside)
+    after = tuple(mid for mid, n in chain.given.items() if n > last)
+    return Preserved(anchor, tuple(lines), kept, after)
+
+
+def _listed(chain: Chain, listed: dict[str, Any]) -> tuple[str, list[Any]] | None:
+    anchor, lines = listed.get("anchorUuid"), listed.get("uuids")
+    if not isinstance(anchor, str) or not isinstance(lines, list):
+        return None
+    numbers = [chain.placed.get(uid) for uid in lines]  # (``get``: a seam's reader notes those it lacks)
+    return (anchor, lines) if all(isinstance(n, int) and n >= 0 for n in numbers) else None
+
+
+def _segment(chain: Chain, segment: dict[str, Any]) -> tuple[str, list[Any]] | None:
+    anchor = segment.get("anchorUuid")
+    first, last = chain.placed.get(segment.get("headUuid")), chain.placed.get(segment.get("tailUuid"))
+    if not isinstance(anchor, str) or not isinstance(first, int) or not isinstance(last, int):
+        return None
+    if not 0 <= first <= last:
+        return None
+    return anchor, [uid for uid, n in chain.placed.items() if first <= n <= last]
+
+
+def put_back(chain: Chain, kept: Preserved) -> None:
+    """Place the preserved lines after the summary line, as Claude Code links them on resume:
+    a line parented to them later forks there."""
+    messages = set(kept.kept)
+    for uid in kept.lines:
+        chain.place(uid, None, None)
+        if uid in messages:
+            chain.note(uid)

@@ -22,7 +22,7 @@ from typing import Any
 from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
 from ctxfold.formats.chain import Chain
 from ctxfold.formats.claude_code.attachments import render as render_attachment
-from ctxfold.formats.claude_code.chain import forks
+from ctxfold.formats.claude_code.chain import Preserved, forks, preserved, put_back
 from ctxfold.formats.claude_code.lines import CONVERSATION
 from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
@@ -182,6 +182,8 @@ class Reader:
         self._started = False
         self._own: str | None = None  # the sub-agent whose own transcript this file is
         self._chain = Chain()  # the main chain's lines since the last compaction (``chain.py``)
+        self._kept: Preserved | None = None  # what the last compaction kept, until put back after its summary
+        self._anchor: tuple[Any, Any] | None = None  # (its summary line, its last kept line) once put back
 
     def _branch(self, d: dict[str, Any]) -> str | None:
         """A line's branch: None for the main chain, else its side chain's agent."""
@@ -222,6 +224,12 @@ class Reader:
     def _follow(self, d: dict[str, Any], t: str) -> list[Entry]:
         """Place a main-chain line (``chain.py``); the entries a fork there brings first."""
         chain, parent = self._chain, d.get("parentUuid")
+        kept = self._kept
+        if kept is not None and kept.anchor in chain.placed and kept.lines:  # the line after the summary
+            self._kept, self._anchor = None, (kept.anchor, kept.lines[-1])
+            put_back(chain, kept)
+        if self._anchor is not None and parent == self._anchor[0]:
+            parent = self._anchor[1]  # what followed the summary follows what it kept
         at = chain.where(parent)
         out: list[Entry] = []
         # (most lines are parented to the last one: nothing was read after their parent)
@@ -404,15 +412,20 @@ class Reader:
         sub = d.get("subtype")
         if sub == "compact_boundary":
             out = self._flush()
-            self._chain.clear(d.get("uuid"))  # the chain starts again at the boundary
-            self._context(d, out)
             meta = get_dict(d, "compactMetadata")
+            kept = preserved(self._chain, meta)
+            if kept is not None and kept.after:
+                out.append(Rewind(kept.after))  # read after what it kept: not kept
+            self._chain.clear(d.get("uuid"))  # the chain starts again at the boundary
+            self._kept, self._anchor = kept, None
+            self._context(d, out)
             out.append(
                 CompactionMarker(
                     source=NAME,
                     tokens_before=as_int(meta["preTokens"]) if "preTokens" in meta else None,
                     tokens_after=as_int(meta["postTokens"]) if "postTokens" in meta else None,
                     trigger=get_str(meta, "trigger"),
+                    first_kept_id=kept.kept[0] if kept is not None and kept.kept else None,
                     id=get_str(d, "uuid"),
                     timestamp=get_str(d, "timestamp"),
                     extra=rest(d, ("type", "uuid", "timestamp")),

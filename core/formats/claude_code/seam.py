@@ -17,7 +17,9 @@ join mends or checks:
   would at the seam line (a response or turns it leaves behind). The join is refused when a
   line of the part is parented into the first part (but to the seam line's parent), or forks
   at the seam line's parent where the whole file's reader placed none;
-- which sub-agent's transcript the file is: read from the file's first conversation line.
+- which sub-agent's transcript the file is: read from the file's first conversation line;
+- a compaction's preserved segment (``chain.preserved``): refused when its lines were read by the
+  first part and the tail compacts, or when the first part's reader had not put them back yet.
 """
 
 from __future__ import annotations
@@ -169,12 +171,16 @@ def join(first: Reader, tail: Reader, unseen: Unseen) -> Reader | None:
         return None  # (the whole file's reader did not place the seam line)
     if tail._chain.lowest == 0 and first._chain.placed[unseen.opening] < 0:
         return None  # a fork at the seam line's parent, which the whole file's reader cannot place
+    if first._kept is not None:
+        return None  # a compaction's kept lines, put back after its summary line in the tail
     tail._names = {**first._names, **tail._names}
     if tail._session == UNKNOWN:
         tail._session = first._session
     if tail._model == UNKNOWN:
         tail._model = first._model
     tail._chain = first._chain.joined(tail._chain, unseen.opening, unseen.cleared)
+    if not unseen.cleared:
+        tail._anchor = first._anchor  # (a line parented to the summary line was looked for: refused)
     if tail._pending is not None and tail._pending.start >= 0:
         tail._pending.start += first._chain.lines - 1
     return tail

@@ -19,6 +19,8 @@ A compaction is recorded the way Claude Code records its own: a ``system`` line 
 ``logicalParentUuid`` = the line before it and ``compactMetadata {trigger, preTokens,
 postTokens}``, then the summary as a ``user`` line with ``isCompactSummary`` and
 ``isVisibleInTranscriptOnly``, its ``parentUuid`` the boundary; the chain continues from it.
+Claude Code's own boundary is written back with its metadata, what it kept (``chain.preserved``)
+named by the uuids its lines were written with and the summary line by the one it is given.
 A Claude Code 2.x log ends with a ``last-prompt`` line (newest typed prompt, leaf uuid), as 2.1
 writes after each turn.
 """
@@ -224,11 +226,13 @@ class _Writer:
         self.prev: str | None = None
         self.ts = first_ts or now_iso()
         self.call_line: dict[str, str] = {}
+        self.renamed: dict[Any, str] = {}  # an original line's uuid → its new line's
+        self.reserved: str | None = None  # the next line's uuid, named already (a compaction's anchor)
 
     def line(
         self, kind: str, fields: Mapping[str, Any], ts: str | None, message: Any = None, root: bool = False
     ) -> bytes:
-        uid = str(uuid.uuid4())
+        uid, self.reserved = self.reserved or str(uuid.uuid4()), None
         self.ts = ts or self.ts
         d: dict[str, Any] = {"parentUuid": None if root else self.prev, "isSidechain": self.side}
         if "cwd" not in fields:  # a line ctxfold made: the session's fields (Claude Code's keep their own)
@@ -259,7 +263,9 @@ class _Writer:
         content: Any = text if text is not None else [b for b in map(_block, m.parts) if b is not None]
         more = m.extra.get("message")
         message = {"role": "user", "content": content, **(more if isinstance(more, dict) else {})}
-        return self.line("user", fields, m.timestamp, message)
+        out = self.line("user", fields, m.timestamp, message)
+        self.renamed[m.id] = self.prev or ""
+        return out
 
     def assistant(self, m: Message) -> Iterator[bytes]:
         raw = m.extra.get("message")
@@ -273,11 +279,14 @@ class _Writer:
             em["id"] = f"msg_{uuid.uuid4().hex[:24]}"  # the blocks' lines are merged on message.id
         head: dict[str, Any] = {k: em.pop(k) for k in ("model", "id", "type") if k in em}
         blocks: list[list[dict[str, Any]]] = [[b] for b in map(_block, m.parts) if b is not None]
-        for content in blocks or [[]]:
+        olds = m.extra.get("uuids")
+        olds = list(olds) if isinstance(olds, list) and olds else [m.id]
+        for i, content in enumerate(blocks or [[]]):
             message: dict[str, Any] = {**head, "role": "assistant", "content": content, **em}
             out = self.line("assistant", m.extra, m.timestamp, message)
             if content and content[0].get("type") == "tool_use":
                 self.call_line[content[0]["id"]] = self.prev or ""
+            self.renamed[olds[min(i, len(olds) - 1)]] = self.prev or ""  # (its last line takes the rest)
             yield out
 
     def boundary(self, e: CompactionMarker) -> bytes:
@@ -289,7 +298,36 @@ class _Writer:
                 meta["postTokens"] = e.tokens_after
             fields = {"subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
                       "level": "info", "compactMetadata": meta}  # fmt: skip
+        elif isinstance(fields["compactMetadata"], dict):
+            fields["compactMetadata"] = self.kept_renamed(fields["compactMetadata"])
         return self.line("system", fields, e.timestamp, root=True)
+
+    def kept_renamed(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """Claude Code's metadata of what its compaction kept (``chain.preserved``), naming the
+        new lines: the kept lines by the uuids they were written with, the summary line that
+        follows by the uuid it will get. Left out when a kept line was not written."""
+        out = {k: v for k, v in meta.items() if k not in ("preservedSegment", "preservedMessages")}
+        segment, listed = meta.get("preservedSegment"), meta.get("preservedMessages")
+        anchor = str(uuid.uuid4())
+        new = self.renamed.get
+        if isinstance(segment, dict):
+            head, tail = new(segment.get("headUuid")), new(segment.get("tailUuid"))
+            if head is None or tail is None:
+                return out
+            out["preservedSegment"] = {**segment, "headUuid": head, "anchorUuid": anchor, "tailUuid": tail}
+        if isinstance(listed, dict):
+            named = {
+                k: [new(u) for u in v]
+                for k, v in listed.items()
+                if k in ("uuids", "allUuids") and isinstance(v, list)
+            }
+            if any(None in v for v in named.values()):
+                out.pop("preservedSegment", None)
+                return out
+            out["preservedMessages"] = {**listed, **named, "anchorUuid": anchor}
+        if "preservedSegment" in out or "preservedMessages" in out:
+            self.reserved = anchor
+        return out
 
 
 def _first_timestamp(t: Transcript) -> str | None:
