@@ -8,9 +8,11 @@ earlier point, as in a real log of ``../shared``); in the other, the skipped res
 there. Claude Code sends both the same conversation, and ctxfold counts both the same context:
 the response left behind takes no room (``tests/test_claude_code_forks.py``). Then a rewind:
 ``--resume-session-at`` goes back past a whole turn, which Claude Code sends no more, and which
-ctxfold leaves out of every request after it. Last, Claude Code's own ``/compact``, which keeps
-the newest answer verbatim after its summary, and a rewind to that answer: ctxfold counts the
-conversation Claude Code sends after each (``tests/test_claude_code_preserved.py``).
+ctxfold leaves out of every request after it. Last, Claude Code's own compaction, which keeps the
+newest messages verbatim after its summary: ``/compact`` (it keeps the last answer) and a rewind
+to that answer, and the automatic compaction (it keeps the call in flight and its result):
+ctxfold counts the conversation Claude Code sends after each
+(``tests/test_claude_code_preserved.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from ctxfold.formats import loader
 from ctxfold.tokens.estimate import estimate_file
 from ctxfold.transcript.context import Building
-from ctxfold.transcript.model import TextPart
+from ctxfold.transcript.model import TextPart, ToolCallPart, ToolResultPart
 from interop.carry import messages
 from interop.server import Reply, ScriptedServer, anthropic_api
 from interop.test_claude_code import MODEL, Bin, _claude, _log
@@ -122,25 +124,37 @@ def test_claude_code_does_not_send_the_turns_a_rewind_went_back_past(
 
 
 def _said(sent: list[list[object]]) -> list[tuple[object, str]]:
-    """The conversation's texts in a request Claude Code sent (its system reminders aside)."""
+    """The conversation in a request Claude Code sent: its texts (its system reminders aside),
+    tool calls and results (by call id)."""
     out = []
     for role, content in sent:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for b in blocks:  # type: ignore[union-attr]
             if b.get("type") == "text" and not b["text"].startswith("<system-reminder>"):
                 out.append((role, b["text"].strip()))  # (it sends the /compact command's line with a newline)
+            elif b.get("type") in ("tool_use", "tool_result"):
+                out.append((role, f"{b['type']} {b.get('id') or b.get('tool_use_id')}"))
     return sorted(out)
 
 
 def _counted(log: Path, answer: str) -> list[tuple[object, str]]:
-    """The conversation's texts in ctxfold's context of the request that ``answer`` answered."""
+    """The same of ctxfold's context of the request that ``answer`` answered."""
     building = Building()
     for e in loader.load(log).entries:
         if getattr(e, "role", None) == "assistant" and answer in e.text:  # type: ignore[union-attr]
             break
         building.add(e)
-    messages = [m for m in building.ctx.messages if not m.dropped and "attachment" not in m.extra]
-    return sorted((m.role, p.text.strip()) for m in messages for p in m.parts if isinstance(p, TextPart))
+    out = []
+    for m in building.ctx.messages:
+        if m.dropped or "attachment" in m.extra:
+            continue
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                out.append((m.role, p.text.strip()))
+            elif isinstance(p, (ToolCallPart, ToolResultPart)):
+                kind, call = ("tool_use", p.id) if isinstance(p, ToolCallPart) else ("tool_result", p.call_id)
+                out.append((m.role, f"{kind} {call}"))
+    return sorted(out)
 
 
 def test_claude_code_sends_what_its_compaction_kept(harness_bin: Bin, lab_home: Path) -> None:
@@ -166,3 +180,29 @@ def test_claude_code_sends_what_its_compaction_kept(harness_bin: Bin, lab_home: 
     assert _counted(log, "After the compaction.") == _said(messages(after))
     assert not any("And now?" in text for _, text in _said(messages(rewound)))
     assert _counted(log, "Went back.") == _said(messages(rewound))
+
+
+def test_claude_code_sends_what_its_automatic_compaction_kept(harness_bin: Bin, lab_home: Path) -> None:
+    """A response that reports 190,000 tokens on a 200k model: Claude Code compacts by itself
+    before its next request, keeping the call in flight and its result verbatim after the
+    summary. ctxfold's context of that request holds the same conversation."""
+    steps = [
+        Reply(tool_calls=[("Bash", {"command": f"echo step {i}"})], input_tokens=1_000 + 10 * i)
+        for i in range(3)
+    ]
+    big = Reply(tool_calls=[("Bash", {"command": "echo last"})], input_tokens=190_000)
+    script = [
+        *steps,
+        big,
+        Reply("<summary>Three steps ran.</summary>"),
+        Reply("All steps ran.", input_tokens=5_000),
+    ]
+    with ScriptedServer(anthropic_api, script) as srv:
+        args = ["-p", "Run the steps.", "--model", "claude-sonnet-4-6", "--allowedTools", "Bash"]
+        _claude(harness_bin, lab_home, srv, *args)
+        log = _log(lab_home)
+        last = [r for r in srv.requests if r.model_call][-1]
+    assert '"compact_boundary"' in log.read_text() and '"preservedSegment"' in log.read_text()
+    said = _said(messages(last))
+    assert [kind for kind, text in said if text.startswith("tool_")] == ["assistant", "user"]  # the last call, kept
+    assert _counted(log, "All steps ran.") == said
