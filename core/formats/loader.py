@@ -104,14 +104,14 @@ def open_lines(
             )
     reader: Reader = registry.get(fmt).Reader()
     opened = Opened(path, fmt, iter(()), skipped, warnings, reader=reader, sniffed=len(head))
-    told(opened)
+    share_warnings(opened)
     opened.entries = _stream(opened, reader, head, lines, skip_invalid, finish)
     if forced and finish:
         opened.entries = _not_empty(opened, [line.data for line in head], opened.entries)
     return opened
 
 
-def told(opened: Opened) -> None:
+def share_warnings(opened: Opened) -> None:
     """Let the reader add its warnings (a ``warnings`` list: a branch it does not follow) to
     the file's, where they are said with the others."""
     if isinstance(getattr(opened.reader, "warnings", None), list):

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 from ctxfold.errors import EmptyInputError
 from ctxfold.formats.base import Line
 from ctxfold.formats.jsonl import _lines
-from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines, told
+from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines, share_warnings
 from ctxfold.formats.registry import detect
 from ctxfold.hashes import file_identity
 from ctxfold.tokens.countstore import ANSWER_MAX, Chunks, Entry, dumps, unpickle
@@ -199,7 +199,7 @@ class CachedRun:
             state = unpickle(found.payload)
             opened = Opened(self.path, state["format"], iter(()), [], list(state["warnings"]))
             opened.reader, opened.sniffed = state["reader"], state["sniffed"]
-            told(opened)
+            share_warnings(opened)
             opened.bytes_read, opened.lines_read, opened.current_line = state["position"]
             start = Start(**state["start"])
             self.frozen = Chunks(*state["frozen"])
