@@ -193,3 +193,15 @@ def _starts(data: bytes) -> list[int]:
         starts.append(at)
         at += len(line)
     return starts
+
+
+def test_a_kept_line_written_ahead_of_its_parent_is_kept_too(tmp_path: Path) -> None:
+    """A call's result written before the call's own line (as parallel calls' results are) is
+    on no place of the chain, but it was read: what the compaction kept is kept whole."""
+    rows = _rows()
+    at = {r.get("uuid"): i for i, r in enumerate(rows)}
+    rows[at["q2"]], rows[at["q3"]] = rows[at["q3"]], rows[at["q2"]]
+    ahead = _write(tmp_path / "ahead.jsonl", rows)
+    marker = next(e for e in loader.load(ahead).entries if isinstance(e, CompactionMarker))
+    assert marker.first_kept_id == "q1"
+    assert estimate_file(ahead).context_tokens == estimate_file(LOG).context_tokens

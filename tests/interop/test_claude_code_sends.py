@@ -204,5 +204,8 @@ def test_claude_code_sends_what_its_automatic_compaction_kept(harness_bin: Bin, 
         last = [r for r in srv.requests if r.model_call][-1]
     assert '"compact_boundary"' in log.read_text() and '"preservedSegment"' in log.read_text()
     said = _said(messages(last))
-    assert [kind for kind, text in said if text.startswith("tool_")] == ["assistant", "user"]  # the last call, kept
+    assert [kind for kind, text in said if text.startswith("tool_")] == [
+        "assistant",
+        "user",
+    ]  # the last call, kept
     assert _counted(log, "All steps ran.") == said

@@ -70,18 +70,23 @@ def preserved(chain: Chain, meta: dict[str, Any]) -> Preserved | None:
         return None
     anchor, lines = found
     inside = set(lines)
-    last = max(chain.placed[uid] for uid in lines)
+    last = max(
+        chain.placed[uid] for uid in lines
+    )  # (one is placed: a line written ahead of its parent is -1)
     kept = tuple(mid for mid in chain.given if mid in inside)
     after = tuple(mid for mid, n in chain.given.items() if n > last)
     return Preserved(anchor, tuple(lines), kept, after)
 
 
 def _listed(chain: Chain, listed: dict[str, Any]) -> tuple[str, list[Any]] | None:
+    """The listed lines, when every one was read (a line written ahead of its parent too)."""
     anchor, lines = listed.get("anchorUuid"), listed.get("uuids")
     if not isinstance(anchor, str) or not isinstance(lines, list):
         return None
     numbers = [chain.placed.get(uid) for uid in lines]  # (``get``: a seam's reader notes those it lacks)
-    return (anchor, lines) if all(isinstance(n, int) and n >= 0 for n in numbers) else None
+    if not all(isinstance(n, int) for n in numbers) or not any(n >= 0 for n in numbers):  # type: ignore[operator]
+        return None
+    return anchor, lines
 
 
 def _segment(chain: Chain, segment: dict[str, Any]) -> tuple[str, list[Any]] | None:
