@@ -130,13 +130,30 @@ def count_request(h: Harness, req: Recorded, tokenizer: str, work: Path) -> dict
     }
 
 
-def logged_first(h: Harness, log: Path, tokenizer: str, model: str | None) -> int | None:
-    """ctxfold's estimate of the first request from the harness's own log, if it can read it."""
+def logged_first(
+    h: Harness, log: Path, tokenizer: str, model: str | None, records: bool = False
+) -> int | None:
+    """ctxfold's estimate of the first request from the harness's own log, if it can read it:
+    without the log's records of the system prompt and tools it sent (Claude Code 2.1.3xx's
+    ``api-request-shape``: the table is what a log without them leaves out), or with them."""
     fmt = LOG_FORMAT.get(h.name)
     if fmt is None:
         return None
+    if not records:
+        log = _without_records(log)
     est = _estimate(log, fmt, tokenizer, model)
     return est.requests[0].estimate if est.requests else est.context_tokens
+
+
+def _without_records(log: Path) -> Path:
+    """``log`` without its ``api-request-shape`` lines (itself when it has none)."""
+    lines = log.read_bytes().splitlines(keepends=True)
+    kept = [line for line in lines if b'"api-request-shape"' not in line[:200]]
+    if len(kept) == len(lines):
+        return log
+    out = log.with_name(log.stem + ".without-records.jsonl")
+    out.write_bytes(b"".join(kept))
+    return out
 
 
 def _tool_names(h: Harness, body: dict[str, Any]) -> list[str]:
@@ -171,6 +188,9 @@ def measure_one(h: Harness, req: Recorded, log: Path | None, work: Path) -> dict
             logged = counts["request"] - counts["system"] - counts["tools"]
         # negative when ctxfold's reading of the log counts more than the harness sent
         tokens[tok] = {**counts, "logged": logged, "unlogged": counts["request"] - logged}
+        with_records = logged_first(h, log, tok, row["model"], records=True) if log is not None else None
+        if with_records is not None and with_records != logged:  # the log records what it sent
+            tokens[tok]["unlogged_with_records"] = counts["request"] - with_records
     row["tokens"] = tokens
     return row
 

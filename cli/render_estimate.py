@@ -149,7 +149,15 @@ def _estimate_facts(r: FileEstimate, predicted: Prediction) -> list[tuple[str, s
             ("side chains", f"{r.replay.side_requests:,} sub-agent requests (not in the main context)")
         )
     hp = r.harness_prompt
-    if hp is not None:
+    if hp is not None and hp.records:
+        facts.append(
+            (
+                "unlogged",
+                f"{hp.tokens:,} tokens {hp.describe()} sends beyond what its log records (its system prompt "
+                f"and tools are counted from the log; measured {hp.measured}): in the prediction",
+            )
+        )
+    elif hp is not None:
         facts.append(
             (
                 "unlogged",

@@ -45,12 +45,14 @@ class LogFacts:
     entrypoint: str | None = None  # Claude Code: cli, claude-desktop, claude-vscode, sdk-cli...
     first_request_id: str | None = None  # the request id of the first main-chain response
     responses: int = 0  # main-chain responses seen (counted up to the first)
+    logged: bool = False  # the log records the system prompt and tools it sent (Claude Code 2.1.3xx)
 
     def see(self, e: Entry) -> None:
         """Note what ``e`` says; the replay calls it for every entry until ``done``."""
         if isinstance(e, Message):
             self._message(e)
         elif isinstance(e, ContextUpdate):
+            self.logged = self.logged or "request_shape" in e.extra
             cli = e.extra.get("cli_version")
             if isinstance(cli, str) and self.version is None:
                 self.version = cli
@@ -94,11 +96,13 @@ class HarnessPrompt:
     tool_count: int
     measured: str  # the day it was measured
     basis: str  # why this version and variant, for --explain
+    records: bool = False  # the log records the system prompt and tools sent: ``tokens`` is the rest
 
     @property
     def family(self) -> str:
         """The variant and harness generation (major.minor) the prompt belongs to."""
-        return f"{self.harness}/{self.variant}@{'.'.join(map(str, vkey(self.version)[:2]))}"
+        kind = f"{self.variant}+records" if self.records else self.variant
+        return f"{self.harness}/{kind}@{'.'.join(map(str, vkey(self.version)[:2]))}"
 
     def describe(self) -> str:
         return f"{NAMES.get(self.harness, self.harness)} {self.version}{_VARIANT_TEXT[self.variant]}"
@@ -114,6 +118,7 @@ class HarnessPrompt:
             "tool_count": self.tool_count,
             "measured": self.measured,
             "basis": self.basis,
+            "records": self.records,
         }
 
 
@@ -204,16 +209,20 @@ def choose(harness: str, facts: LogFacts, *, agent: str | None, tokenizer: str) 
         row, basis = _by_date(rows, facts.started)
     variant, data, why = _variant(harness, row, facts, agent)
     tokens = data["tokens"].get(tokenizer) or data["tokens"]["o200k"]
+    if facts.logged:  # its request records: what the log still leaves out (0 when not measured)
+        why += "; the log records the system prompt and tools it sent"
+    left = tokens.get("unlogged_with_records", 0) if facts.logged else tokens["unlogged"]
     return HarnessPrompt(
         harness=harness,
         version=row["version"],
         variant=variant,
-        tokens=int(tokens["unlogged"]),
+        tokens=int(left),
         system=int(tokens["system"]),
         tools=int(tokens["tools"]),
         tool_count=len(data.get("tool_names") or ()),
         measured=row["measured"],
         basis=f"{name} {row['version']}: {basis}{why}",
+        records=facts.logged,
     )
 
 

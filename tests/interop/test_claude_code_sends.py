@@ -21,6 +21,7 @@ import json
 import shutil
 import uuid
 from pathlib import Path
+from typing import Any
 
 from ctxfold.formats import loader
 from ctxfold.tokens.estimate import estimate_file
@@ -209,3 +210,36 @@ def test_claude_code_sends_what_its_automatic_compaction_kept(harness_bin: Bin, 
         "user",
     ]  # the last call, kept
     assert _counted(log, "All steps ran.") == said
+
+
+def _sent_parts(body: dict[str, Any], work: Path) -> dict[str, int]:
+    """ctxfold's count of a request Claude Code sent (the Anthropic request, as the server got
+    it): its system prompt, its tools and the whole request."""
+    request = work / "request.jsonl"
+    fields = ("model", "system", "tools", "messages", "max_tokens")
+    request.write_text(json.dumps({k: body[k] for k in fields}) + "\n")
+    est = estimate_file(request, fmt="anthropic")
+    return {**est.replay.by_category, "request": est.context_tokens}
+
+
+def test_claude_code_records_the_system_prompt_and_tools_it_sends(
+    harness_bin: Bin, lab_home: Path, tmp_path: Path
+) -> None:
+    """With a system prompt of the user's own (``--append-system-prompt``), which no measured
+    table knows: the log records the system prompt and tools sent, ctxfold counts them as the
+    request counts them, and its prediction of the first request from the log is the request
+    sent (within 2 %)."""
+    rule = "House rule: every price is an integer number of cents, never a float. " * 120
+    with ScriptedServer(anthropic_api, [Reply("Noted.")]) as srv:
+        _claude(harness_bin, lab_home, srv, "-p", "Say hi.", "--model", MODEL, "--append-system-prompt", rule)
+        log = _log(lab_home)
+        (body,) = [r.body for r in srv.requests if r.model_call]
+    sent = _sent_parts(body, tmp_path)
+    est = estimate_file(log)
+    ours = est.replay.by_category
+    assert est.harness_prompt is not None and est.harness_prompt.records
+    assert rule.strip()[:70] in "".join(est.replay.system)
+    # the request also carries a billing header block and a deferred tool's placeholder: 66 tokens
+    assert abs(ours["system"] + ours["tools"] - sent["system"] - sent["tools"]) <= 100
+    predicted = est.requests[0].estimate + est.harness_prompt.tokens
+    assert abs(predicted - sent["request"]) <= 0.02 * sent["request"] + 20, (predicted, sent)

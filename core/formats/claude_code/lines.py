@@ -12,6 +12,9 @@ import json
 
 # The line types the reader reads; any other type is bookkeeping: no entry, no state kept.
 CONVERSATION = frozenset({"assistant", "user", "system", "attachment"})
+# Claude Code 2.1.3xx's record of a request's system prompt and tools (its "request replay"),
+# written once per distinct pair: the reader reads it too.
+SHAPE = "api-request-shape"
 
 
 def adds_nothing(raw: bytes) -> bool:
@@ -21,4 +24,5 @@ def adds_nothing(raw: bytes) -> bool:
         d = json.loads(raw)
     except ValueError:
         return False
-    return isinstance(d, dict) and isinstance(d.get("type"), str) and d["type"] not in CONVERSATION
+    kind = d.get("type") if isinstance(d, dict) else None
+    return isinstance(kind, str) and kind not in CONVERSATION and kind != SHAPE

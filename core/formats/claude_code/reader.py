@@ -23,7 +23,7 @@ from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, par
 from ctxfold.formats.chain import Chain
 from ctxfold.formats.claude_code.attachments import render as render_attachment
 from ctxfold.formats.claude_code.chain import Preserved, forks, preserved, put_back
-from ctxfold.formats.claude_code.lines import CONVERSATION
+from ctxfold.formats.claude_code.lines import CONVERSATION, SHAPE
 from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
     ApiError,
@@ -34,6 +34,7 @@ from ctxfold.transcript.model import (
     Part,
     Rewind,
     TextPart,
+    ToolDef,
     ToolResultPart,
 )
 
@@ -107,6 +108,22 @@ def _key(d: dict[str, Any], msg: dict[str, Any]) -> tuple[str, Any] | None:
     """What tells a response's lines: its ``message.id`` and the line's ``requestId``."""
     mid = msg.get("id")
     return (mid, d.get("requestId")) if isinstance(mid, str) else None
+
+
+def _tool_def(t: dict[str, Any]) -> ToolDef | None:
+    """A tool of a recorded request: a client tool's name, description and input schema, or a
+    server tool (``type`` names it: web search, code execution...) with its fields in ``extra``."""
+    name = t.get("name")
+    if not isinstance(name, str):
+        return None
+    schema = t.get("input_schema")
+    description = t.get("description")
+    return ToolDef(
+        name,
+        description if isinstance(description, str) else "",
+        schema if isinstance(schema, dict) else None,
+        extra=rest(t, ("name", "description", "input_schema")),
+    )
 
 
 def _same(a: tuple[str, Any] | None, b: tuple[str, Any] | None) -> bool:
@@ -184,6 +201,7 @@ class Reader:
         self._chain = Chain()  # the main chain's lines since the last compaction (``chain.py``)
         self._kept: Preserved | None = None  # what the last compaction kept, until put back after its summary
         self._anchor: tuple[Any, Any] | None = None  # (its summary line, its last kept line) once put back
+        self._shape: Any = None  # the hash of the last system prompt and tools read (``_request_shape``)
 
     def _branch(self, d: dict[str, Any]) -> str | None:
         """A line's branch: None for the main chain, else its side chain's agent."""
@@ -204,6 +222,8 @@ class Reader:
         d = obj(line)
         t = need(d, "type", line, str)
         if t not in CONVERSATION:
+            if t == SHAPE:
+                return self._request_shape(d)
             return ()  # summary, progress, snapshots... and future bookkeeping types (lines.py)
         if not self._started:
             self._start(d)
@@ -220,6 +240,28 @@ class Reader:
 
     def finish(self) -> Iterable[Entry]:
         return self._flush()
+
+    def _request_shape(self, d: dict[str, Any]) -> list[Entry]:
+        """The system prompt and tools the requests from here on sent, as Claude Code 2.1.3xx
+        records them (``api-request-shape``, written before the request that first uses them):
+        a tool whose schema is loaded only when searched for (``defer_loading``) takes no room."""
+        agent, shape, digest = d.get("agentId"), d.get("shape"), d.get("shapeHash")
+        if agent is not None and agent != self._own:  # a sub-agent's requests: its own file's
+            return []
+        if not isinstance(shape, dict) or digest == self._shape:
+            return []
+        self._shape = digest
+        blocks, tools = shape.get("system"), shape.get("tools")
+        system = [b["text"] for b in blocks or () if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        defs = [
+            _tool_def(t) for t in tools or () if isinstance(t, dict) and t.get("defer_loading") is not True
+        ]
+        out = self._flush()  # (the response before it was sent with what came before)
+        extra = {"request_shape": digest if isinstance(digest, str) else ""}
+        out.append(
+            ContextUpdate(system=tuple(system), tools=tuple(x for x in defs if x is not None), extra=extra)
+        )
+        return out
 
     def _follow(self, d: dict[str, Any], t: str) -> list[Entry]:
         """Place a main-chain line (``chain.py``); the entries a fork there brings first."""
