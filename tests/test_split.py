@@ -140,6 +140,7 @@ def _state(reader: Any) -> tuple[Any, ...]:
         reader._chain.lines,
         reader._kept,
         reader._anchor,
+        reader._shape,
     )
 
 
