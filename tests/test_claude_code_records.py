@@ -100,3 +100,17 @@ def test_a_record_line_changes_the_status_line() -> None:
     raw = {r["type"]: json.dumps(r).encode() for r in _rows()}
     assert not adds_nothing(raw["api-request-shape"])
     assert adds_nothing(raw["api-request"]) and adds_nothing(raw["api-request-blob"])
+
+
+def test_records_that_start_after_the_first_response_still_replace_the_measured_prompt(
+    tmp_path: Path,
+) -> None:
+    """A session an older version began and 2.1.332 resumed: its prompt is counted from the
+    records, and the measured one is not added on top."""
+    rows = _rows()
+    first = next(i for i, r in enumerate(rows) if r["type"] == "api-request-shape")
+    shape = rows.pop(first)
+    rows.insert(next(i for i, r in enumerate(rows) if r.get("uuid") == "b1"), shape)
+    late = estimate_file(_write(tmp_path / "late.jsonl", rows))
+    assert late.harness_prompt is not None and late.harness_prompt.records
+    assert late.replay.by_category["tools"] > 0

@@ -379,3 +379,24 @@ def test_a_log_whose_lines_leave_responses_behind_gives_the_one_process_result(
         seam = starts[name]
         assert two_processes(path, (seam - 1) / size, monkeypatch) == want, f"seam at {name}"
     assert (joins.started, joins.joined) == (7, 4)
+
+
+def test_a_part_that_reads_request_records_is_read_again_in_one_process(
+    tmp_path: Path, joins: Joins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code 2.1.332's record of a request's system prompt and tools in the second part:
+    that part's replay is not joined (it holds a prompt), and the result is one process's."""
+    records = [
+        line
+        for line in (FIXTURES / "claude-code" / "request-records.jsonl")
+        .read_bytes()
+        .splitlines(keepends=True)
+    ]
+    shape = next(line for line in records if b'"api-request-shape"' in line[:100])
+    turns = [line for i in range(60) for line in _turn(i)]
+    path = tmp_path / "late-records.jsonl"
+    path.write_bytes(b"".join([*turns[: len(turns) * 3 // 4], shape, *turns[len(turns) * 3 // 4 :]]))
+    want = one_process(path, monkeypatch)
+    assert want["replay"]["by_category"]["tools"] > 0
+    assert two_processes(path, 0.5, monkeypatch) == want
+    assert joins.started and not joins.joined

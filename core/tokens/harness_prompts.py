@@ -45,14 +45,13 @@ class LogFacts:
     entrypoint: str | None = None  # Claude Code: cli, claude-desktop, claude-vscode, sdk-cli...
     first_request_id: str | None = None  # the request id of the first main-chain response
     responses: int = 0  # main-chain responses seen (counted up to the first)
-    logged: bool = False  # the log records the system prompt and tools it sent (Claude Code 2.1.3xx)
+    logged: bool = False  # the log records the system prompt and tools it sent (set by the replay)
 
     def see(self, e: Entry) -> None:
         """Note what ``e`` says; the replay calls it for every entry until ``done``."""
         if isinstance(e, Message):
             self._message(e)
         elif isinstance(e, ContextUpdate):
-            self.logged = self.logged or "request_shape" in e.extra
             cli = e.extra.get("cli_version")
             if isinstance(cli, str) and self.version is None:
                 self.version = cli

@@ -342,6 +342,8 @@ class SessionCounter:
         if u.tools is not None:
             s.tools = u.tools
             s.by_category["tools"] = self.counter.count_tools(u.tools)
+        if "request_shape" in u.extra:  # (after the first response too: a log resumed by a later version)
+            s.facts.logged = True
         s.model = u.model or s.model
         s.context_window = u.context_window or s.context_window
         s.session_id = u.session_id or s.session_id

@@ -7,9 +7,10 @@ emits every response and result it was holding (``Reader.finish`` does the same)
 started fresh there emits what the reader of the whole file does, but for three things the
 join mends or checks:
 
-- the session id and model it announces, and the system prompt and tools of the request records
-  it reads: unknown at the start, so its first announcements may repeat what the first part's
-  reader already had (a replay is left as it was by them);
+- the session id and model it announces: unknown at the start, so its first announcements may
+  repeat what the first part's reader already had (a replay is left as it was by them); a part
+  that reads request records (a system prompt and tools) is read again here instead
+  (``replay_join.joinable``);
 - tool results whose call it did not see: named by the first part's reader when the call is
   among those it kept open (then the join is refused, and the part read here again);
 - where lines sit on the chain (``chain.py``): the reader started at the seam numbers the seam
@@ -179,7 +180,7 @@ def join(first: Reader, tail: Reader, unseen: Unseen) -> Reader | None:
         tail._session = first._session
     if tail._model == UNKNOWN:
         tail._model = first._model
-    if tail._shape is None:  # (records the tail read again, it announced again: the same counts)
+    if tail._shape is None:  # (a tail that read records is not joined: its replay has a prompt)
         tail._shape = first._shape
     tail._chain = first._chain.joined(tail._chain, unseen.opening, unseen.cleared)
     if not unseen.cleared:
