@@ -8,7 +8,7 @@ the real Claude Code sends.
 
 ``fixtures/claude-code/request-records.jsonl`` is hand-made in 2.1.332's line shapes: a short
 system prompt and two tools (and a deferred one), a sub-agent's records, and the same records
-again after a resume. Its usage is ctxfold's estimate of each request plus 1,138 tokens (what a
+again after a resume. Its usage is ctxfold's estimate of each request plus 355 tokens (what a
 log with records leaves out, measured). The fixture-wide tests read it too.
 """
 

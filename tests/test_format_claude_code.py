@@ -20,7 +20,8 @@ The per-file counts come from (run in ../shared/fixtures-real/claude-code/)::
       attachments: [.[]|select(.type=="attachment" and (side|not) and (.attachment.type|IN(
                    "skill_listing","deferred_tools_delta","mcp_instructions_delta","todo_reminder",
                    "task_reminder","file","compact_file_reference","queued_command",
-                   "selected_lines_in_ide","hook_additional_context")))]|length,
+                   "selected_lines_in_ide","hook_additional_context","environment","model",
+                   "agent_listing_delta","total_tokens_reminder","date","remote_session_change")))]|length,
       session:    ([.[]|.sessionId|strings]|first),
       last_usage: ([.[]|select(.type=="assistant" and (side|not) and .message.model!="<synthetic>")]
                    |last|.message.usage|[.input_tokens,.cache_creation_input_tokens,.cache_read_input_tokens,.output_tokens])
@@ -565,6 +566,42 @@ def test_attachment_renderings(tmp_path: Path) -> None:
     assert "[pending] ship it" in msgs["a1"].text and msgs["a1"].text.startswith("<system-reminder>")
     assert "     1\tx = 1\n     2\ty = 2" in msgs["a2"].text and "/r/a.py" in msgs["a2"].text
     assert msgs["a3"].text == "<task-notification>done</task-notification>"  # the prompt itself
+
+
+def test_the_reminders_a_session_starts_with_are_sent(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 logs where the session runs, the model, the agent types, the token
+    budget, the date and the commit attribution as attachments, sent in the first user message:
+    each is read with what it logs (the wording around it is Claude Code's, not in the log)."""
+    env = {"workingDirectory": "/r", "isGitRepo": True, "isWorktree": False, "platform": "linux",
+           "shell": "bash", "osVersion": "Linux 6.1", "additionalWorkingDirectories": ["/data"]}  # fmt: skip
+    said = "You are powered by the model named Sonnet 4.5."
+    path = _write(
+        tmp_path,
+        GOOD,
+        _attachment("b1", {"type": "environment", "snapshot": env}),
+        _attachment("b2", {"type": "model", "identity": {"modelId": "claude-sonnet-4-5"}, "text": said}),
+        _attachment(
+            "b3",
+            {"type": "agent_listing_delta", "addedTypes": ["Explore"], "addedLines": ["- Explore: search"]},
+        ),
+        _attachment(
+            "b4", {"type": "total_tokens_reminder", "text": "<total_tokens>900 tokens left</total_tokens>"}
+        ),
+        _attachment("b5", {"type": "date", "date": "2026-11-29"}),
+        _attachment(
+            "b6", {"type": "remote_session_change", "commit": "Co-Authored-By: C", "pr": "Made with C"}
+        ),
+        _attachment("b7", {"type": "session_context", "context": {}}),  # nothing in it
+        _attachment("b8", {"type": "prompt_snapshot", "systemPrompt": ["not sent as a message"]}),
+        _attachment("b9", {"type": "agent_listing_delta", "addedLines": []}),  # no change
+    )
+    msgs = {m.id: m.text for m in messages(entries(path))}
+    assert set(msgs) == {GOOD["uuid"], "b1", "b2", "b3", "b4", "b5", "b6"}
+    assert all(msgs[k].startswith("<system-reminder>\n") for k in ("b1", "b2", "b3", "b4", "b5", "b6"))
+    for value in ("/r", "/data", "yes", "linux", "bash", "Linux 6.1"):
+        assert value in msgs["b1"]
+    assert said in msgs["b2"] and "- Explore: search" in msgs["b3"] and "900 tokens left" in msgs["b4"]
+    assert "2026-11-29" in msgs["b5"] and "Co-Authored-By: C" in msgs["b6"] and "Made with C" in msgs["b6"]
 
 
 def test_attachment_inside_a_response_does_not_split_it(tmp_path: Path) -> None:

@@ -8,9 +8,11 @@ repeat ~800 tokens every few turns, so a reader that drops them undercounts ever
 
 The exact wording Claude Code wraps around each one is not in the log; the renderings below
 carry the logged content with a short header, which is what dominates the count. Context a
-hook injects (``hook_additional_context``) is sent too. Attachment types not listed here (hook
-run results, IDE notices and the like) stay bookkeeping: whether they reach the model varies,
-and they are small.
+hook injects (``hook_additional_context``) is sent too. 2.1.332 also logs the reminders a
+session starts with (where it runs, the model, the agent types, the token budget, the date,
+the commit and pull request attribution), sent in the first user message. Attachment types not
+listed here (hook run results, IDE notices, the system prompt's snapshot and the like) stay
+bookkeeping: whether they reach the model varies, and they are small, or they are not sent.
 """
 
 from __future__ import annotations
@@ -127,6 +129,66 @@ def _selection(a: dict[str, Any]) -> str | None:
     )
 
 
+def _environment(a: dict[str, Any]) -> str | None:
+    """2.1.332's snapshot of where the session runs (the wording around it is Claude Code's own)."""
+    snap = a.get("snapshot")
+    if not isinstance(snap, dict):
+        return None
+    more = ", ".join(_strings(snap.get("additionalWorkingDirectories")))
+    rows = [
+        ("Working directory", snap.get("workingDirectory")),
+        ("Additional working directories", more or None),
+        ("Git repository", {True: "yes", False: "no"}.get(snap.get("isGitRepo"))),  # type: ignore[arg-type]
+        ("Git worktree", "yes" if snap.get("isWorktree") is True else None),
+        ("Platform", snap.get("platform")),
+        ("Shell", snap.get("shell")),
+        ("OS version", snap.get("osVersion")),
+    ]
+    lines = [f" - {name}: {value}" for name, value in rows if isinstance(value, str) and value]
+    return "# Environment\n" + "\n".join(lines) if lines else None
+
+
+def _model(a: dict[str, Any]) -> str | None:
+    text = a.get("text")
+    if isinstance(text, str) and text:
+        return text
+    who = a.get("identity")
+    if not isinstance(who, dict) or not isinstance(who.get("modelId"), str):
+        return None
+    return f"The model is {who.get('marketingName') or who['modelId']} ({who['modelId']}); knowledge cutoff {who.get('knowledgeCutoff')}."
+
+
+def _agents(a: dict[str, Any]) -> str | None:
+    added, removed = _strings(a.get("addedLines")), _strings(a.get("removedTypes"))
+    if not added and not removed:
+        return None
+    text = "Agent types the Agent tool can start:\n" + "\n".join(added) if added else ""
+    if removed:
+        text += ("\n\n" if text else "") + "Agent types no longer available: " + ", ".join(removed)
+    return text
+
+
+def _text(a: dict[str, Any]) -> str | None:
+    text = a.get("text")
+    return text if isinstance(text, str) and text else None
+
+
+def _date(a: dict[str, Any]) -> str | None:
+    day = a.get("date")
+    return f"The date today is {day}." if isinstance(day, str) and day else None
+
+
+def _attribution(a: dict[str, Any]) -> str | None:
+    """The lines Claude Code asks to end its commits and pull requests with."""
+    commit, pr = a.get("commit"), a.get("pr")
+    parts = []
+    if isinstance(commit, str) and commit:
+        parts.append(f"End each git commit message you write with:\n{commit}")
+    if isinstance(pr, str) and pr:
+        parts.append(f"End each pull request description you write with:\n{pr}")
+    return "\n\n".join(parts) if parts else None
+
+
 RENDER: dict[str, tuple[Callable[[dict[str, Any]], str | None], bool]] = {
     # type: (renderer, wrapped in a system reminder)
     "skill_listing": (_skills, True),
@@ -139,6 +201,13 @@ RENDER: dict[str, tuple[Callable[[dict[str, Any]], str | None], bool]] = {
     "queued_command": (_queued, False),
     "hook_additional_context": (_hook_context, True),
     "selected_lines_in_ide": (_selection, True),
+    # 2.1.332's reminders of a session's start
+    "environment": (_environment, True),
+    "model": (_model, True),
+    "agent_listing_delta": (_agents, True),
+    "total_tokens_reminder": (_text, True),
+    "date": (_date, True),
+    "remote_session_change": (_attribution, True),
 }
 
 
