@@ -114,3 +114,26 @@ def test_records_that_start_after_the_first_response_still_replace_the_measured_
     late = estimate_file(_write(tmp_path / "late.jsonl", rows))
     assert late.harness_prompt is not None and late.harness_prompt.records
     assert late.replay.by_category["tools"] > 0
+
+
+def test_the_records_tell_whether_tools_were_searched_for(tmp_path: Path) -> None:
+    """Whether Claude Code used its tool search (some tools loaded only when searched for) picks
+    the measured variant, instead of the guess from the responses' request ids."""
+    rows = _rows()
+    for r in rows:
+        if r["type"] == "assistant":
+            r["requestId"] = "proxy-1"  # no Anthropic request id: a gateway, or the lab
+    guessed = estimate_file(_write(tmp_path / "proxied.jsonl", rows)).harness_prompt
+    assert guessed is not None and guessed.variant == "default"  # the records show tool search
+    for r in rows:
+        if r["type"] == "api-request-shape":
+            r["shape"] = {
+                **r["shape"],
+                "tools": [t for t in r["shape"]["tools"] if not t.get("defer_loading")],
+            }
+    every = estimate_file(_write(tmp_path / "every-tool.jsonl", rows)).harness_prompt
+    assert every is not None and every.variant == "no-tool-search"
+    assert (
+        every.tokens
+        == _row("2.1.332")["variants"]["no-tool-search"]["tokens"]["o200k"]["unlogged_with_records"]
+    )

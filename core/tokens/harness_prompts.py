@@ -46,6 +46,7 @@ class LogFacts:
     first_request_id: str | None = None  # the request id of the first main-chain response
     responses: int = 0  # main-chain responses seen (counted up to the first)
     logged: bool = False  # the log records the system prompt and tools it sent (set by the replay)
+    tool_search: bool | None = None  # as those records show: some tools loaded only when searched for
 
     def see(self, e: Entry) -> None:
         """Note what ``e`` says; the replay calls it for every entry until ``done``."""
@@ -234,7 +235,9 @@ def _variant(
     if harness != "claude-code":
         return "default", row, ""
     anthropic = bool(facts.first_request_id and _ANTHROPIC_REQUEST_ID.fullmatch(facts.first_request_id))
-    if facts.responses and not anthropic and "no-tool-search" in variants:
+    if facts.tool_search is False and "no-tool-search" in variants:
+        return "no-tool-search", variants["no-tool-search"], "; its request records show no tool search"
+    if facts.tool_search is None and facts.responses and not anthropic and "no-tool-search" in variants:
         return "no-tool-search", variants["no-tool-search"], "; its responses carry no Anthropic request id"
     if (facts.entrypoint or "").startswith("sdk") and "print" in variants:
         return "print", variants["print"], f"; entrypoint {facts.entrypoint}"

@@ -344,6 +344,8 @@ class SessionCounter:
             s.by_category["tools"] = self.counter.count_tools(u.tools)
         if "request_shape" in u.extra:  # (after the first response too: a log resumed by a later version)
             s.facts.logged = True
+            searched = u.extra.get("tool_search")
+            s.facts.tool_search = searched if isinstance(searched, bool) else s.facts.tool_search
         s.model = u.model or s.model
         s.context_window = u.context_window or s.context_window
         s.session_id = u.session_id or s.session_id

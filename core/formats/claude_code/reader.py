@@ -257,7 +257,8 @@ class Reader:
             _tool_def(t) for t in tools or () if isinstance(t, dict) and t.get("defer_loading") is not True
         ]
         out = self._flush()  # (the response before it was sent with what came before)
-        extra = {"request_shape": digest if isinstance(digest, str) else ""}
+        searched = any(isinstance(t, dict) and t.get("defer_loading") is True for t in tools or ())
+        extra = {"request_shape": digest if isinstance(digest, str) else "", "tool_search": searched}
         out.append(
             ContextUpdate(system=tuple(system), tools=tuple(x for x in defs if x is not None), extra=extra)
         )
