@@ -69,7 +69,7 @@ def test_the_messages_a_compaction_kept_are_counted_after_it(tmp_path: Path) -> 
     sent = _linear(tmp_path, ["s1", *KEPT, "s2", "s3", "s4", "t1"])
     assert estimate_file(after).context_tokens == estimate_file(sent).context_tokens
     ids = [m.id for m in current_context(loader.load(after).entries).messages]
-    assert ids == [*KEPT, "s1", "s2", "s3", "s4", "t1"]  # (kept first: the same tokens)
+    assert ids == ["s1", *KEPT, "s2", "s3", "s4", "t1"]  # the summary line, then what it kept
 
 
 def test_a_rewind_to_a_kept_message_leaves_out_what_followed_the_summary(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_a_rewind_to_a_kept_message_leaves_out_what_followed_the_summary(tmp_pat
     assert [m.id for m in t.messages if m.dropped] == ["t4"]  # the answer being read when it forked
     sent = _linear(tmp_path, ["s1", *KEPT, "u1", "u2"])
     assert estimate_file(LOG).context_tokens == estimate_file(sent).context_tokens
-    assert [m.id for m in current_context(t.entries).messages if not m.dropped] == [*KEPT, "s1", "u1", "u2"]
+    assert [m.id for m in current_context(t.entries).messages if not m.dropped] == ["s1", *KEPT, "u1", "u2"]
 
 
 def test_lines_read_after_the_kept_ones_and_before_the_boundary_are_not_kept(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_lines_read_after_the_kept_ones_and_before_the_boundary_are_not_kept(tmp
     t = loader.load(_write(tmp_path / "short.jsonl", rows))
     assert next(e.ids for e in t.entries if isinstance(e, Rewind)) == ("q3", "q4")
     ids = [m.id for m in current_context(t.entries).messages]
-    assert ids[:3] == ["q1", "q2", "s1"]
+    assert ids[:3] == ["s1", "q1", "q2"]
 
 
 def test_a_segment_not_on_the_chain_keeps_nothing(tmp_path: Path) -> None:

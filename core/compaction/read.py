@@ -152,6 +152,7 @@ def read_tail(path: str, opts: CompactOptions, read: Read, fits: TailFits) -> Re
     outlining = Outlining(True, stream_chars(), _helped(Path(path).stat().st_size), cuts=True, keep=keep)
     for e in islice(opened.entries, read.entries):
         outlining.add(e)
+    outlining.building.finish()
     ctx = outlining.building.ctx
     if isinstance(ctx.messages, StreamedContext):
         ctx.messages.counted(read.est.replay.context)

@@ -245,6 +245,8 @@ class Outlining:
     _len = 0
 
     def result(self, source_format: str, path: str | None) -> Outline:
+        for b in (self.building, *self.from_start.values()):
+            b.finish()  # (what a compaction kept, its summary line not read yet)
         if self.masking is not None:
             for e in self.masking.flush():
                 self._build(e)

@@ -42,6 +42,7 @@ def current_context(entries: Iterable[Entry], start: int = 0) -> Context:
     building = Building(start)
     for e in entries:
         building.add(e)
+    building.finish()
     return building.ctx
 
 
@@ -52,6 +53,7 @@ class Building:
         self.ctx = Context(start=start)
         self.start = start  # entries before it update the context's settings only
         self.held: str | None = None  # a compaction's summary, until the next message says if it holds it
+        self.behind: list[Message] | None = None  # what a compaction kept, until its summary line comes
         self.i = 0
 
     def add(self, e: Entry) -> None:
@@ -73,21 +75,37 @@ class Building:
                 if held is not None and held in e.text and ctx.messages:
                     del ctx.messages[0]  # ctxfold's own: the summary message is what was sent
                 self.held = None
-                ctx.messages.append(e)
+                summary = self.behind is not None and e.extra.get("isCompactSummary") is True
+                if summary:  # Claude Code's summary line: what its compaction kept follows it
+                    ctx.messages.append(e)
+                self.finish()
+                if not summary:
+                    ctx.messages.append(e)
         elif isinstance(e, CompactionMarker):
+            self.finish()
             ctx.messages = after_compaction(ctx.messages, e)
             ctx.start = i + 1
             only_summary = e.replacement is None and len(ctx.messages) == 1  # nothing kept after it
             self.held = e.summary if e.summary and only_summary else None  # as tokens/session.py holds it
+            if e.summary is None and e.replacement is None and ctx.messages:  # its summary is a message
+                self.behind, ctx.messages = list(ctx.messages), []
         elif isinstance(e, ContextReset):
             ctx.messages = []
             ctx.start = i + 1
-            self.held = None
+            self.held = self.behind = None
         elif isinstance(e, Rewind):
+            self.finish()
             ctx.messages = rewound(ctx.messages, set(e.ids), e.last)
             self.held = None
         elif not isinstance(e, ContextUpdate):
             self.held = None  # an API error between: the summary stays at the head, as the counter has it
+
+    def finish(self) -> None:
+        """Put back what a compaction kept, held until its summary line (Claude Code sends that
+        line first): at the next message or change, and before the context is read."""
+        behind, self.behind = self.behind, None
+        for m in behind or ():
+            self.ctx.messages.append(m)
 
 
 def live(entries: Sequence[Entry]) -> Sequence[Entry]:
