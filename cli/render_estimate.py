@@ -149,22 +149,15 @@ def _estimate_facts(r: FileEstimate, predicted: Prediction) -> list[tuple[str, s
             ("side chains", f"{r.replay.side_requests:,} sub-agent requests (not in the main context)")
         )
     hp = r.harness_prompt
-    if hp is not None and hp.records:
-        facts.append(
-            (
-                "unlogged",
-                f"{hp.tokens:,} tokens {hp.describe()} sends beyond what its log records (its system prompt "
-                f"and tools are counted from the log; measured {hp.measured}): in the prediction",
-            )
+    if hp is not None:
+        what = (
+            f"{hp.describe()} sends beyond what its log records (its system prompt and tools are counted "
+            f"from the log; measured {hp.measured})"
+            if hp.records
+            else f"of system prompt and tools {hp.describe()} sends that the log leaves out (measured "
+            f"{hp.measured}; {hp.basis.split(': ', 1)[-1]})"
         )
-    elif hp is not None:
-        facts.append(
-            (
-                "unlogged",
-                f"{hp.tokens:,} tokens of system prompt and tools {hp.describe()} sends that the log "
-                f"leaves out (measured {hp.measured}; {hp.basis.split(': ', 1)[-1]}): in the prediction",
-            )
-        )
+        facts.append(("unlogged", f"{hp.tokens:,} tokens {what}: in the prediction"))
     if r.replay.compactions:
         facts.append(("compactions", f"{len(r.replay.compactions)} recorded in the log"))
     facts.append(

@@ -137,3 +137,14 @@ def test_the_records_tell_whether_tools_were_searched_for(tmp_path: Path) -> Non
         every.tokens
         == _row("2.1.332")["variants"]["no-tool-search"]["tokens"]["o200k"]["unlogged_with_records"]
     )
+
+
+def test_records_of_another_shape_are_read_as_none(tmp_path: Path) -> None:
+    """A record whose system prompt or tools is not a list (a later version's, a damaged line)
+    gives none: the line is bookkeeping, not a line to stop at."""
+    rows = _rows()
+    for r in rows:
+        if r["type"] == "api-request-shape":
+            r["shape"] = {**r["shape"], "tools": 5, "system": "text"}
+    est = estimate_file(_write(tmp_path / "odd.jsonl", rows))
+    assert est.replay.by_category["tools"] == 0 and est.replay.by_category["system"] == 0

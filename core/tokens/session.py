@@ -27,6 +27,8 @@ from ctxfold.tokens.counting import CATEGORIES, Batch, Counter, MessageCount
 from ctxfold.tokens.harness_prompts import LogFacts
 from ctxfold.tokens.parallel import Counting, Pending
 from ctxfold.transcript.model import (
+    REQUEST_SHAPE,
+    TOOL_SEARCH,
     ApiError,
     CompactionMarker,
     ContextReset,
@@ -342,9 +344,9 @@ class SessionCounter:
         if u.tools is not None:
             s.tools = u.tools
             s.by_category["tools"] = self.counter.count_tools(u.tools)
-        if "request_shape" in u.extra:  # (after the first response too: a log resumed by a later version)
+        if REQUEST_SHAPE in u.extra:  # (after the first response too: a log resumed by a later version)
             s.facts.logged = True
-            searched = u.extra.get("tool_search")
+            searched = u.extra.get(TOOL_SEARCH)
             s.facts.tool_search = searched if isinstance(searched, bool) else s.facts.tool_search
         s.model = u.model or s.model
         s.context_window = u.context_window or s.context_window

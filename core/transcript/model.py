@@ -350,6 +350,9 @@ class ToolDef:
 
 
 HARNESS_TOKENS = "harness_tokens"  # ContextUpdate.extra: tokens of unlogged per-request harness text
+# ContextUpdate.extra: the system prompt and tools are the harness's own record of what it sent
+# (its hash), and whether some tools were loaded only when searched for (a bool)
+REQUEST_SHAPE, TOOL_SEARCH = "request_shape", "tool_search"
 
 
 @fast_init

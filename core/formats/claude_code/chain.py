@@ -61,11 +61,12 @@ def preserved(chain: Chain, meta: dict[str, Any]) -> Preserved | None:
     summary line ``anchorUuid``. None when nothing is kept, or the lines are not on this chain
     (Claude Code then keeps nothing either: it finds no segment to put back)."""
     listed, segment = meta.get("preservedMessages"), meta.get("preservedSegment")
-    found = _listed(chain, listed) if isinstance(listed, dict) and listed.get("uuids") else None
-    if found is None and isinstance(listed, dict) and listed.get("uuids"):
-        return None
-    if found is None and isinstance(segment, dict):
+    if isinstance(listed, dict) and listed.get("uuids"):
+        found = _listed(chain, listed)
+    elif isinstance(segment, dict):
         found = _segment(chain, segment)
+    else:
+        return None
     if found is None:
         return None
     anchor, lines = found

@@ -19,13 +19,15 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ctxfold.formats.base import Line, as_int, get_dict, get_str, need, obj, parse_overflow, rest
+from ctxfold.formats.base import Line, as_int, get_dict, get_list, get_str, need, obj, parse_overflow, rest
 from ctxfold.formats.chain import Chain
 from ctxfold.formats.claude_code.attachments import render as render_attachment
 from ctxfold.formats.claude_code.chain import Preserved, forks, preserved, put_back
 from ctxfold.formats.claude_code.lines import CONVERSATION, SHAPE
 from ctxfold.formats.claude_code.parts import SYNTHETIC, assistant_part, block_type, usage_of, user_parts
 from ctxfold.transcript.model import (
+    REQUEST_SHAPE,
+    TOOL_SEARCH,
     ApiError,
     CompactionMarker,
     ContextUpdate,
@@ -251,17 +253,16 @@ class Reader:
         if not isinstance(shape, dict) or digest == self._shape:
             return []
         self._shape = digest
-        blocks, tools = shape.get("system"), shape.get("tools")
-        system = [b["text"] for b in blocks or () if isinstance(b, dict) and isinstance(b.get("text"), str)]
-        defs = [
-            _tool_def(t) for t in tools or () if isinstance(t, dict) and t.get("defer_loading") is not True
-        ]
-        out = self._flush()  # (the response before it was sent with what came before)
-        searched = any(isinstance(t, dict) and t.get("defer_loading") is True for t in tools or ())
-        extra = {"request_shape": digest if isinstance(digest, str) else "", "tool_search": searched}
-        out.append(
-            ContextUpdate(system=tuple(system), tools=tuple(x for x in defs if x is not None), extra=extra)
+        blocks = get_list(shape, "system")
+        system = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        tools = [t for t in get_list(shape, "tools") if isinstance(t, dict)]
+        searched = [t.get("defer_loading") is True for t in tools]
+        defs = tuple(
+            x for t, s in zip(tools, searched, strict=True) if not s and (x := _tool_def(t)) is not None
         )
+        out = self._flush()  # (the response before it was sent with what came before)
+        extra = {REQUEST_SHAPE: digest if isinstance(digest, str) else "", TOOL_SEARCH: any(searched)}
+        out.append(ContextUpdate(system=tuple(system), tools=defs, extra=extra))
         return out
 
     def _follow(self, d: dict[str, Any], t: str) -> list[Entry]:
