@@ -26,6 +26,7 @@ from ctxfold.transcript.model import (
     Entry,
     MediaPart,
     Message,
+    Rewind,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -235,8 +236,11 @@ def test_edge_counts() -> None:
         "context",  # model_change
         "context",  # thinking_level_change
         "compaction",
+        "rewind",  # b2 goes back to a2, before the compaction: pi sends a2 again, then b2
         "api_error",
     ]
+    (back,) = (e for e in entries if isinstance(e, Rewind))
+    assert back.to is not None and [m.id for m in back.to] == ["a2"]
 
 
 def test_edge_values() -> None:

@@ -2,8 +2,9 @@
 there. pi builds its request along ``parentId`` from the last entry, so the branch left behind is
 not sent (``tests/interop/test_pi_sends.py`` shows it with the real pi): ctxfold's reader names
 its messages in a ``Rewind``, and they leave the context. A branch back past a compaction, or onto
-a branch left earlier, is not followed (what the compaction folded, or that branch, would come
-back): it is said in the file's warnings."""
+a branch left earlier, brings back what the compaction folded, or that branch: the reader gives
+pi's context from there whole (``Rewind.to``), and every count after it is that of the session
+written straight along pi's path."""
 
 from __future__ import annotations
 
@@ -63,63 +64,84 @@ def test_a_branch_back_leaves_the_turn_after_its_point_out(tmp_path: Path) -> No
     assert b"SECOND" not in written and b"Do something else." in written
 
 
-def test_a_branch_back_past_a_compaction_is_not_followed(tmp_path: Path) -> None:
-    compaction = {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-01-02T10:00:02.000Z",
-                  "summary": "The parser is planned.", "firstKeptEntryId": "u2", "tokensBefore": 1200}  # fmt: skip
-    rows = [*FIRST, *SECOND, compaction, *BACK]
-    path = _write(tmp_path / "past.jsonl", rows)
+COMPACTION = {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-01-02T10:00:02.000Z",
+              "summary": "The parser is planned.", "firstKeptEntryId": "u2", "tokensBefore": 1200}  # fmt: skip
+AGAIN = [_user("u4", "a2", "Back to SECOND."), _answer("a4", "u4", "Ok.")]  # a2: a branch BACK left
+
+
+def _same_as_straight(branched: Path, straight: Path, ids: list[str | None]) -> None:
+    """``branched`` counts, and ends in, the context of the session written along pi's path."""
+    t = loader.load(branched)
+    assert [m.id for m in current_context(t.entries).messages] == ids
+    assert [m.id for m in current_context(loader.load(straight).entries).messages] == ids
+    got, want = estimate_file(branched), estimate_file(straight)
+    assert got.context_tokens == want.context_tokens and got.warnings == []
+    assert got.requests[-1].estimate == want.requests[-1].estimate
+    assert validate(str(branched)).ok
+
+
+def test_a_branch_back_past_a_compaction_brings_back_what_it_folded(tmp_path: Path) -> None:
+    path = _write(tmp_path / "past.jsonl", [*FIRST, *SECOND, COMPACTION, *BACK])
     t = loader.load(path)
-    assert not any(isinstance(e, Rewind) for e in t.entries)
-    said = [w for w in estimate_file(path).warnings if "does not follow" in w]
-    assert said == [
-        "line 7: the conversation goes on from line 3, before the compaction at line 6: pi sends what came "
-        "before it again, which ctxfold does not follow (counts from here on may be off)"
-    ]
+    (back,) = (e for e in t.entries if isinstance(e, Rewind))
+    assert back.to is not None and [m.id for m in back.to] == ["u1", "a1"]  # no compaction on that path
+    _same_as_straight(path, _write(tmp_path / "straight.jsonl", [*FIRST, *BACK]), ["u1", "a1", "u3", "a3"])
+    written = b"".join(write(t))
+    assert b"SECOND" not in written and b"The parser is planned." not in written
 
 
-def test_going_on_from_a_branch_left_earlier_is_said(tmp_path: Path) -> None:
-    again = [_user("u4", "a2", "Back to SECOND."), _answer("a4", "u4", "Ok.")]  # a2: left by BACK
-    path = _write(tmp_path / "again.jsonl", [*FIRST, *SECOND, *BACK, *again])
-    opened = loader.open_transcript(path)
-    rewinds = [e.ids for e in opened.entries if isinstance(e, Rewind)]
-    assert rewinds == [("u2", "a2")]  # only the first branch back is followed
-    assert [w.split(":")[0] for w in opened.warnings if "on a branch left earlier" in w] == ["line 8"]
-    followed = _write(tmp_path / "followed.jsonl", [*FIRST, *SECOND, *BACK])
-    assert not [w for w in estimate_file(followed).warnings if "does not follow" in w]
+def test_going_on_from_a_branch_left_earlier_brings_it_back(tmp_path: Path) -> None:
+    path = _write(tmp_path / "again.jsonl", [*FIRST, *SECOND, *BACK, *AGAIN])
+    rewinds = [e for e in loader.load(path).entries if isinstance(e, Rewind)]
+    assert [(e.ids, e.to is None) for e in rewinds] == [(("u2", "a2"), True), ((), False)]
+    straight = _write(tmp_path / "straight.jsonl", [*FIRST, *SECOND, *AGAIN])
+    _same_as_straight(path, straight, ["u1", "a1", "u2", "a2", "u4", "a4"])
+    written = b"".join(write(loader.load(path)))
+    assert b"Do something else." not in written and written.count(b"SECOND") == 2  # u2 and u4, once each
 
 
-def test_a_branch_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> None:
-    path = _write(tmp_path / "live.jsonl", [*FIRST, *SECOND])
-    estimate_incremental(str(path))
-    _write(path, [*FIRST, *SECOND, *BACK])
-    trace: dict[str, int] = {}
-    warm = estimate_incremental(str(path), trace=trace)
-    assert trace["resumed"]
-    assert estimate_to_dict(warm) == estimate_to_dict(estimate_file(path))
+def test_a_branch_back_between_two_compactions_keeps_the_first(tmp_path: Path) -> None:
+    """Back to an entry after one compaction and before the next: pi sends the first one's
+    summary, what it kept, and what followed it up to that entry."""
+    third = [_user("u5", "c1", "Third."), _answer("a5", "u5", "Three.")]
+    later = {
+        **COMPACTION,
+        "id": "c2",
+        "parentId": "a5",
+        "summary": "Later summary.",
+        "firstKeptEntryId": "u5",
+    }
+    on = [_user("u6", "a5", "From three."), _answer("a6", "u6", "Fine.")]
+    path = _write(tmp_path / "two.jsonl", [*FIRST, *SECOND, COMPACTION, *third, later, *on])
+    straight = _write(tmp_path / "straight.jsonl", [*FIRST, *SECOND, COMPACTION, *third, *on])
+    _same_as_straight(path, straight, [None, "u2", "a2", "u5", "a5", "u6", "a6"])
+    (head, *_) = current_context(loader.load(path).entries).messages
+    assert head.text == "The parser is planned."
 
 
-def test_a_branch_not_followed_is_said_after_the_state_kept_too(tmp_path: Path) -> None:
-    again = [_user("u4", "a2", "Back to SECOND."), _answer("a4", "u4", "Ok.")]
-    more = [_user("u5", "a4", "And on."), _answer("a5", "u5", "On.")]
-    path = _write(tmp_path / "live.jsonl", [*FIRST, *SECOND, *BACK, *again])
-    first = estimate_incremental(str(path))
-    _write(path, [*FIRST, *SECOND, *BACK, *again, *more])
-    trace: dict[str, int] = {}
-    warm = estimate_incremental(str(path), trace=trace)
-    assert trace["resumed"]
-    cold = estimate_file(path)
-    assert [w for w in cold.warnings if "does not follow" in w] == [
-        w for w in first.warnings if "does not follow" in w
-    ]
-    assert len([w for w in cold.warnings if "does not follow" in w]) == 1
-    assert estimate_to_dict(warm) == estimate_to_dict(cold)
+def test_a_branch_back_after_the_state_kept_reads_on_as_a_cold_run(tmp_path: Path) -> None:
+    """The count cache's state keeps the tree without its messages: a branch back within the
+    context reads on from it; one that needs messages the context let go reads the file again
+    from its first line, and the state it keeps serves the next run."""
+    for name, before, after, resumed in [
+        ("within.jsonl", [*FIRST, *SECOND], [*BACK], True),
+        ("past.jsonl", [*FIRST, *SECOND, COMPACTION], [*BACK], False),
+        ("again.jsonl", [*FIRST, *SECOND, *BACK], [*AGAIN], False),
+    ]:
+        path = _write(tmp_path / name, before)
+        estimate_incremental(str(path))
+        _write(path, [*before, *after])
+        trace: dict[str, int] = {}
+        warm = estimate_incremental(str(path), trace=trace)
+        assert bool(trace["resumed"]) is resumed and trace["kept"], name
+        assert estimate_to_dict(warm) == estimate_to_dict(estimate_file(path)), name
+        _write(path, [*before, *after, _user("u9", after[-1]["id"], "On.")])
+        warm = estimate_incremental(str(path), trace=trace)
+        assert trace["resumed"] and estimate_to_dict(warm) == estimate_to_dict(estimate_file(path)), name
 
 
-def test_validate_still_checks_the_line_a_branch_warning_names(tmp_path: Path) -> None:
-    compaction = {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-01-02T10:00:02.000Z",
-                  "summary": "The parser is planned.", "firstKeptEntryId": "u2", "tokensBefore": 1200}  # fmt: skip
+def test_validate_checks_the_results_after_a_branch_back(tmp_path: Path) -> None:
     stray = _entry("r1", "a1", {"role": "toolResult", "toolCallId": "call_nowhere", "toolName": "read",
                                 "content": [{"type": "text", "text": "x"}], "isError": False, "timestamp": 3})  # fmt: skip
-    checked = validate(str(_write(tmp_path / "stray.jsonl", [*FIRST, *SECOND, compaction, stray])))
-    assert [w.split(":")[0] for w in checked.warnings] == ["line 7"]
-    assert 7 in [v.line for v in checked.violations]
+    checked = validate(str(_write(tmp_path / "stray.jsonl", [*FIRST, *SECOND, COMPACTION, stray])))
+    assert checked.warnings == [] and {v.line for v in checked.violations} == {7}

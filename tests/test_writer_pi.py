@@ -41,7 +41,7 @@ from ctxfold.errors import LineError
 from ctxfold.formats import loader, registry
 from ctxfold.formats.jsonl import iter_lines
 from ctxfold.formats.pi import writer as W
-from ctxfold.transcript.context import current_context
+from ctxfold.transcript.context import current_context, live
 from ctxfold.transcript.model import CompactionMarker, ContextUpdate, Entry, Message, Transcript
 
 FILES = files("pi")
@@ -93,7 +93,8 @@ def test_round_trip(path: Path, tmp_path: Path) -> None:
     _assert_chain(rows)
     t2 = loader.load(out, fmt="pi")
 
-    body, body2 = ([e for e in x.entries if not isinstance(e, ContextUpdate)] for x in (t, t2))
+    # (the conversation pi goes on with: a branch left behind is not written)
+    body, body2 = ([e for e in live(x.entries) if not isinstance(e, ContextUpdate)] for x in (t, t2))
     assert [_strip(e) for e in body] == [_strip(e) for e in body2]
     # Real ids are kept; version 1 entries (read as "#<index>") get fresh ones.
     assert all(a.id == b.id for a, b in zip(body, body2, strict=True) if a.id and not a.id.startswith("#"))
@@ -147,16 +148,24 @@ def test_compacted(path: Path, tmp_path: Path) -> None:
 def test_the_v3_fixture_keeps_its_ids(tmp_path: Path) -> None:
     path = FIXTURES / "pi" / "v3-tree.jsonl"
     rows = [orjson.loads(line) for line in write_file(W, loader.load(path, fmt="pi"), tmp_path / "o.jsonl")]
-    # The entries that reach the model (not extension state, labels, "!!" commands, unknown
-    # roles or types), in file order, keep their ids; the tree becomes one chain.
-    sent = [
-        d["id"]
-        for d in _rows(path)[1:]
-        if d["type"] in ENTRY_KEYS
-        and not d.get("message", {}).get("excludeFromContext")
-        and d.get("message", {}).get("role", "user") != "futureRole"
-    ]
-    assert [d["id"] for d in rows[1:]] == sent
+    # What pi goes on with, in one chain, keeps its ids: the settings entries, then a2 (b2 goes
+    # back to it, before the compaction a9, which with a3-a7 and b1 is off pi's path), b2, and
+    # what follows (not extension state, labels, unknown roles or types).
+    assert [d["id"] for d in rows[1:]] == ["a1", "a8", "a2", "b2", "b5", "b6", "b9", "c1"]
+    before = tmp_path / "before-branch.jsonl"  # up to b1: the compaction is on the path
+    before.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:11]))
+    rows = [orjson.loads(line) for line in write_file(W, loader.load(before, fmt="pi"), tmp_path / "b.jsonl")]
+    assert [d["id"] for d in rows[1:]] == [
+        "a1",
+        "a2",
+        "a3",
+        "a4",
+        "a5",
+        "a6",
+        "a8",
+        "a9",
+        "b1",
+    ]  # not a7 ("!!")
     comp = next(d for d in rows if d["type"] == "compaction")
     assert comp["firstKeptEntryId"] == "a3" and comp["details"] == {
         "readFiles": ["a.py"],

@@ -35,6 +35,11 @@ class Reader(Protocol):
     def finish(self) -> Iterable[Entry]: ...
 
 
+class ReadWhole(Exception):  # (a signal, not an error: the caller reads again)
+    """A reader resumed from a kept state (the count cache) needs what the state left out: the
+    file is read again from its first line."""
+
+
 def obj(line: Line) -> dict[str, Any]:
     """The line's JSON object, or a LineError if it is something else."""
     if not isinstance(line.data, dict):

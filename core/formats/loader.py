@@ -104,18 +104,10 @@ def open_lines(
             )
     reader: Reader = registry.get(fmt).Reader()
     opened = Opened(path, fmt, iter(()), skipped, warnings, reader=reader, sniffed=len(head))
-    share_warnings(opened)
     opened.entries = _stream(opened, reader, head, lines, skip_invalid, finish)
     if forced and finish:
         opened.entries = _not_empty(opened, [line.data for line in head], opened.entries)
     return opened
-
-
-def share_warnings(opened: Opened) -> None:
-    """Let the reader add its warnings (a ``warnings`` list: a branch it does not follow) to
-    the file's, where they are said with the others."""
-    if isinstance(getattr(opened.reader, "warnings", None), list):
-        opened.reader.warnings = opened.warnings  # type: ignore[union-attr]
 
 
 def _not_empty(opened: Opened, head: list[Any], entries: Iterator[Entry]) -> Iterator[Entry]:

@@ -132,6 +132,11 @@ def generic_checks(items: Sequence[tuple[int, Entry]]) -> list[Violation]:
     open_calls: dict[str | None, dict[str, int]] = {}
     made: list[tuple[str | None, list[str]]] = []  # each main-branch message: its id, its calls
     for line, e in items:
+        if isinstance(e, Rewind) and e.to is not None:  # the context from an earlier point, whole
+            made = [(m.id, [c.id for c in m.tool_calls]) for m in e.to]
+            answered = {r.call_id for m in e.to for r in m.tool_results}
+            open_calls[None] = {c: line for _, cs in made for c in cs if c not in answered}
+            continue
         if isinstance(e, Rewind):  # calls of the messages it leaves out need no result
             main, end = open_calls.get(None, {}), len(made) - e.last
             for cid in (c for i, (mid, cs) in enumerate(made) if i >= end or mid in e.ids for c in cs):

@@ -13,9 +13,9 @@ from dataclasses import asdict
 from typing import Any, BinaryIO
 
 from ctxfold.errors import EmptyInputError
-from ctxfold.formats.base import Line
+from ctxfold.formats.base import Line, ReadWhole
 from ctxfold.formats.jsonl import _lines
-from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines, share_warnings
+from ctxfold.formats.loader import SNIFF_LINES, Opened, continue_stream, open_lines
 from ctxfold.formats.registry import detect
 from ctxfold.hashes import file_identity
 from ctxfold.tokens.countstore import ANSWER_MAX, Chunks, Entry, dumps, unpickle
@@ -199,7 +199,6 @@ class CachedRun:
             state = unpickle(found.payload)
             opened = Opened(self.path, state["format"], iter(()), [], list(state["warnings"]))
             opened.reader, opened.sniffed = state["reader"], state["sniffed"]
-            share_warnings(opened)
             opened.bytes_read, opened.lines_read, opened.current_line = state["position"]
             start = Start(**state["start"])
             self.frozen = Chunks(*state["frozen"])
@@ -224,6 +223,10 @@ class CachedRun:
             if cut > offset:
                 self._keep(opened, sc, start, raws)
             est = self._finish(opened, sc, start, raws, False)
+        except ReadWhole:  # the reader needs what its kept state left out
+            check.result()
+            self.saved, self.resumed, self.read = None, 0, None
+            return None
         except Exception:
             if check.result().hexdigest() == head.get("prefix_crc32"):
                 raise  # the file's own error, as a cold run meets it

@@ -384,9 +384,15 @@ class SessionCounter:
         message is another request. (Server-side tool calls among them are still counted: Claude
         Code, the one log that rewinds, records none in the context.)"""
         s = self.state
+        self._in_run = False
+        if r.to is not None:  # a point the context no longer holds: the context from there, whole
+            self._held_summary = None
+            self._empty()
+            for mc in self.counter.count_messages(list(r.to)):
+                self._append(mc)
+            return
         for cat, n in s.context.drop(set(r.ids), r.last).items():
             s.by_category[cat] -= n
-        self._in_run = False
 
     def _release_summary(self) -> None:
         """The held summary was not repeated by a message: it heads the context."""
@@ -398,15 +404,19 @@ class SessionCounter:
         self._append(self.counter.count_messages([Message("user", (TextPart(text),))])[0])
 
     def _clear(self) -> None:
+        self._empty()
+        self._in_run = False
+        self.state.segment += 1
+        self._segment_has_real = False
+
+    def _empty(self) -> None:
+        """No message in the context (the system prompt and tools stay)."""
         s = self.state
         s.context = ContextCounts()
         s.server_tools = 0
         for cat in CATEGORIES:
             if cat not in ("system", "tools"):
                 s.by_category[cat] = 0
-        self._in_run = False
-        s.segment += 1
-        self._segment_has_real = False
 
 
 def _chars(msg: Message) -> int:

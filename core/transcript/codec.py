@@ -46,6 +46,7 @@ _ALLOWED: dict[str, set[str]] = {
     "parts": _PARTS,
     "content": {"text", "media", "opaque"},
     "replacement": {"message"},
+    "to": {"message"},
     "tools": {"tool_def"},
     "usage": {"usage"},
 }
@@ -55,6 +56,7 @@ _NESTED: dict[str, bool] = {
     "parts": True,
     "content": True,
     "replacement": True,
+    "to": True,
     "tools": True,
     "usage": False,
 }

@@ -10,7 +10,7 @@ counts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ctxfold.transcript.model import (
@@ -95,7 +95,7 @@ class Building:
             self.held = self.behind = None
         elif isinstance(e, Rewind):
             self.finish()
-            ctx.messages = rewound(ctx.messages, set(e.ids), e.last)
+            ctx.messages = rewound(ctx.messages, set(e.ids), e.last, e.to)
             self.held = None
         elif not isinstance(e, ContextUpdate):
             self.held = None  # an API error between: the summary stays at the head, as the counter has it
@@ -116,28 +116,47 @@ def live(entries: Sequence[Entry]) -> Sequence[Entry]:
     gone: set[str] = set()
     skip = 0  # main-branch messages still to leave out, back to the last compaction or reset
     out: list[Entry] = []
-    for e in reversed(entries):
+    whole = False  # a rewind that gave the context whole comes later: what it replaced is gone
+    for e in _stood_in(entries):
         if isinstance(e, Rewind):
             gone.update(e.ids)
             skip += e.last
+            whole = whole or e.to is not None
             continue
-        if isinstance(e, Message) and e.branch is None and (skip or e.id in gone):
-            if e.id not in gone:
+        if isinstance(e, Message) and e.branch is None and (whole or skip or e.id in gone):
+            if e.id not in gone and skip:
                 skip -= 1
             continue
         if isinstance(e, (CompactionMarker, ContextReset)):
             skip = 0
+            if whole:
+                continue
         out.append(e)
     out.reverse()
     return out
 
 
-def rewound(messages: list[Message], ids: set[str], last: int = 0) -> list[Message]:
-    """The messages but those a rewind names and its ``last`` ones; a streamed context
-    (``compact`` of a long one) drops them itself, or asks for the session to be read whole."""
+def _stood_in(entries: Sequence[Entry]) -> Iterator[Entry]:
+    """The entries last first, each rewind that gives the context whole after its messages
+    (those stand where it is)."""
+    for e in reversed(entries):
+        if isinstance(e, Rewind) and e.to is not None:
+            yield from reversed(e.to)
+        yield e
+
+
+def rewound(
+    messages: list[Message], ids: set[str], last: int = 0, to: tuple[Message, ...] | None = None
+) -> list[Message]:
+    """The messages but those a rewind names and its ``last`` ones, or ``to`` when it gives the
+    context whole; a streamed context (``compact`` of a long one) drops them itself, or asks for
+    the session to be read whole."""
     if hasattr(messages, "drop"):
         messages.drop(ids)
-        return messages
+        if to is None:
+            return messages
+    if to is not None:
+        return list(to)
     kept = messages[: max(0, len(messages) - last)]
     return [m for m in kept if m.id not in ids] if ids else kept
 
@@ -152,7 +171,11 @@ def after_compaction(messages: list[Message], m: CompactionMarker) -> list[Messa
         ids = [x.id for x in messages]
         if m.first_kept_id in ids:
             kept = messages[ids.index(m.first_kept_id) :]
-    head = (
+    return summary_head(m) + kept
+
+
+def summary_head(m: CompactionMarker) -> list[Message]:
+    """A compaction's summary as the context holds it: a user message, first."""
+    return (
         [Message("user", (TextPart(m.summary),), extra={"ctxfold": "recorded-summary"})] if m.summary else []
     )
-    return head + kept

@@ -402,12 +402,17 @@ class Rewind:
     ``/rewind``, ``--resume-session-at`` and pi's ``/tree`` write them; Codex: a rollback of
     the last turns). Requests made before it sent them, and were billed as they were.
 
+    When the point is one the context no longer holds (pi: before a compaction, or on a branch
+    left earlier), ``to`` gives the whole context from there instead: the messages the harness
+    sends again, a compaction's summary first as the context puts one.
+
     >>> ctxfold.Rewind(("u2", "a2")).ids
     ('u2', 'a2')
     """
 
     ids: tuple[str, ...] = ()
     last: int = 0
+    to: tuple[Message, ...] | None = None
     extra: Mapping[str, Any] = _extra()
     kind: ClassVar[str] = "rewind"
 

@@ -12,10 +12,9 @@ Version 2+ entries carry ``id``/``parentId`` (a tree, for in-place branching); i
 as they are and ``parentId`` goes in ``extra``. pi appends each entry to the current leaf and
 builds its request along ``parentId`` from it, so an entry parented to an earlier one than the
 last (``/tree`` went back there) leaves what was read after that one behind: a ``Rewind`` names
-those messages. Only a branch back to an entry since the last compaction is followed: one
-further back takes the compaction off pi's path and brings back what it folded, which a reader
-that went on past it no longer holds, and one onto a branch left earlier sends that branch
-(``docs/harnesses.md``). Either is said in ``warnings``: the counts after it may be off.
+those messages. One parented further back, before the last compaction (which then is off pi's
+path, and what it folded comes back) or onto a branch left earlier, gets pi's context from
+there whole, from the session's tree (``tree.py``, ``Rewind.to``).
 
 A compaction keeps everything from its ``firstKeptEntryId`` on, and pi moves that cut back over
 the entries that are no message just before it (a model or thinking-level change, an
@@ -47,6 +46,7 @@ from ctxfold.formats.base import (
     rest,
 )
 from ctxfold.formats.chain import Chain
+from ctxfold.formats.pi.tree import Tree
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -220,9 +220,7 @@ class Reader(ListReader):
         self._between: list[str] = []  # ids of the entries that are no message since the last message
         self._message_at: dict[str, str] = {}  # such an id → the first message id after it
         self._chain = Chain()  # the tree's entries since the last compaction (``formats/chain.py``)
-        self._lines: dict[str, int] = {}  # every entry's id → its line: a branch not followed is told
-        self._compacted = (0, "")  # the line of the last compaction or /clear, and which
-        self.warnings: list[str] = []  # the loader's (``Opened.warnings``) once it opened the file
+        self._tree = Tree()  # every entry: any can be gone back to (``tree.py``)
 
     def feed(self, line: Line) -> Iterable[Entry]:
         self._index += 1
@@ -232,7 +230,7 @@ class Reader(ListReader):
             return []
         out = self._entries(d, line)
         if "parentId" in d:
-            out = self._branch(d, out, line.no)
+            out = self._branch(d, out)
         first = next((e.id for e in out if isinstance(e, Message)), None)
         if first is not None:
             self._message_at.update(dict.fromkeys(self._between, first))
@@ -241,40 +239,41 @@ class Reader(ListReader):
             self._between.append(self._id(d))
         return out
 
-    def _branch(self, d: dict[str, Any], out: list[Entry], no: int) -> list[Entry]:
+    def _branch(self, d: dict[str, Any], out: list[Entry]) -> list[Entry]:
         """Follow the tree: an entry parented to an earlier entry than the last one (since the
         last compaction) leaves the messages after that one out, by a ``Rewind`` before it; one
-        parented to an entry no longer followed (before that compaction, or on a branch left)
-        is said in ``warnings``."""
-        chain, parent = self._chain, d.get("parentId")
+        parented to an entry further back (before that compaction, or on a branch left) gives
+        pi's context from there whole (``Rewind.to``)."""
+        chain, parent, uid = self._chain, d.get("parentId"), d.get("id")
         at = chain.where(parent)
         if at is not None and 0 <= at < chain.lines - 1:  # (not the last entry read)
             gone = chain.after(at)
             if gone:
                 out = [Rewind(tuple(gone)), *out]
-        elif at is None and isinstance(parent, str) and parent in self._lines:
-            self.warnings.append(self._not_followed(no, self._lines[parent]))
-        cut = next((e for e in out if isinstance(e, (CompactionMarker, ContextReset))), None)
-        if cut is not None:
+        elif at is None and isinstance(parent, str) and parent in self._tree:
+            out = [self._back_to(parent), *out]
+        if any(isinstance(e, (CompactionMarker, ContextReset)) for e in out):
             chain.clear()
-            self._compacted = (no, "compaction" if isinstance(cut, CompactionMarker) else "/clear")
-        uid = d.get("id")
         chain.place(uid, None, None)  # (pi writes no entry before its parent: all are placed)
-        if isinstance(uid, str):
-            self._lines[uid] = no
         for e in out:
             if isinstance(e, Message):
                 chain.note(e.id)
+        if isinstance(uid, str):
+            self._tree.add(uid, parent if isinstance(parent, str) else None, out)
         return out
 
-    def _not_followed(self, no: int, parent: int) -> str:
-        """The warning for an entry parented to one this reader no longer follows."""
-        cut, what = self._compacted
-        if parent < cut:
-            where = f"line {parent}, before the {what} at line {cut}: pi sends what came before it again"
-        else:
-            where = f"line {parent}, on a branch left earlier: pi sends that branch"
-        return f"line {no}: the conversation goes on from {where}, which ctxfold does not follow (counts from here on may be off)"
+    def _back_to(self, parent: str) -> Rewind:
+        """pi's context from ``parent`` on, whole; the chain starts again at its newest cut."""
+        path = self._tree.path(parent)
+        messages, cut = self._tree.context(path)
+        chain = self._chain
+        chain.clear()
+        for uid in path[cut + 1 :]:
+            chain.place(uid, None, None)
+            for e in self._tree.nodes[uid].made or ():
+                if isinstance(e, Message):
+                    chain.note(e.id)
+        return Rewind(to=messages)
 
     def _entries(self, d: dict[str, Any], line: Line) -> list[Entry]:
         kind = need(d, "type", line, str)
