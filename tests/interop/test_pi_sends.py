@@ -5,7 +5,9 @@ request, and ctxfold's count of the session leaves it out too.
 The pinned pi resumes two copies of one session, one with such a response as its last entry and
 one without it; it sends both the same conversation, and ctxfold counts both the same context
 (and ``validate`` asks no result for the calls of the one left out). Then a branch: a question
-parented back to the first turn's answer, past a second turn, which pi sends no more.
+parented back to the first turn's answer, past a second turn, which pi sends no more. Last, pi's
+own compaction, and questions parented back past it and then onto the branch that left: pi
+sends the path to each, and ctxfold's context is that path (``tests/test_pi_branches.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from ctxfold.formats import loader
 from ctxfold.tokens.estimate import estimate_file
-from interop.carry import messages, validate
+from ctxfold.transcript.context import current_context
+from ctxfold.transcript.model import TextPart, ToolResultPart
+from interop.carry import messages, texts, validate
 from interop.server import Reply, ScriptedServer, anthropic_api
 from interop.test_pi import MODEL, PROVIDER, Bin, _configure, _pi, _session
 
@@ -111,3 +116,65 @@ def test_pi_sends_the_branch_of_its_last_entry(harness_bin: Bin, lab_home: Path,
         (call,) = [r for r in srv.requests[seen:] if r.model_call]
     assert CUT_OFF not in json.dumps(messages(call)) and "Done one." in json.dumps(messages(call))
     assert counted[0] == counted[1], counted
+
+
+def _ours(path: Path) -> list[str]:
+    """The texts of ctxfold's context of ``path`` (tool results' included), in order."""
+    out = []
+    for m in current_context(loader.load(path).entries).messages:
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                out.append(p.text)
+            elif isinstance(p, ToolResultPart):
+                out.extend(c.text for c in p.content if isinstance(c, TextPart))
+    return out
+
+
+def _sent_after(harness_bin: Bin, home: Path, srv: ScriptedServer, session: Path, prompt: str) -> list[str]:
+    """The texts pi sends when it resumes ``session`` with ``prompt`` (the prompt left out)."""
+    seen = len(srv.requests)
+    _pi(harness_bin, home, "--session", str(session), "-p", prompt)
+    (call,) = [r for r in srv.requests[seen:] if r.model_call]
+    sent = texts(call)
+    assert sent[-1] == prompt
+    return sent[:-1]
+
+
+def _same(sent: list[str], ours: list[str]) -> None:
+    """Message for message; pi wraps a compaction's summary in words of its own."""
+    assert len(sent) == len(ours), (sent, ours)
+    assert all(o == s or (o in s and "<summary>" in s) for s, o in zip(sent, ours, strict=True)), (sent, ours)
+
+
+def test_pi_sends_the_path_back_past_its_compaction(harness_bin: Bin, lab_home: Path) -> None:
+    """pi compacts, and the session goes on; then a question parented to the first turn's answer,
+    before the compaction: pi sends the first turn again, without the summary. Then one parented
+    to the answer after the compaction, on the branch the first left: pi sends the summary, what
+    its compaction kept and that answer again. ctxfold's context is what pi sends each time."""
+    nothing = "Nothing to add. " + "Still nothing. " * 150  # more than pi keeps: the first turn is folded
+    script = [*FIRST, Reply(nothing, input_tokens=190_000),  # over pi's threshold: it compacts
+              Reply("## Goal\nThe lab summary."), Reply("The turn so far: a question."),  # (pi cut it)
+              Reply("Three."), Reply("Back."), Reply("Again.")]  # fmt: skip
+    with ScriptedServer(anthropic_api, script) as srv:
+        session = _first_turn(harness_bin, lab_home, srv)
+        answer = _lines(session)[-1]
+        _pi(harness_bin, lab_home, "--session", str(session), "-p", "Anything to add?")
+        assert any(r["type"] == "compaction" for r in _lines(session))
+        sent = _sent_after(harness_bin, lab_home, srv, session, "Third question.")
+        assert any("The lab summary." in s for s in sent) and "Done one." not in sent
+        _same(sent, _ours(session)[:-2])  # (pi has logged the answer since)
+        three = _lines(session)[-1]
+        assert three["message"]["content"][0]["text"] == "Three."
+        _append(session, _entry(answer["id"], 10, {"role": "user", "content": [{"type": "text", "text": "Before it."}],
+                                                   "timestamp": answer["message"]["timestamp"] + 1}))  # fmt: skip
+        ours = _ours(session)
+        sent = _sent_after(harness_bin, lab_home, srv, session, "Go on.")
+        assert "Done one." in sent and not any("The lab summary." in s for s in sent)
+        _same(sent, ours)
+        _append(session, _entry(three["id"], 11, {"role": "user", "content": [{"type": "text", "text": "After it."}],
+                                                  "timestamp": three["message"]["timestamp"] + 1}))  # fmt: skip
+        ours = _ours(session)
+        sent = _sent_after(harness_bin, lab_home, srv, session, "Once more.")
+        assert any("The lab summary." in s for s in sent) and "Before it." not in sent
+        _same(sent, ours)
+    assert estimate_file(session).warnings == []
