@@ -22,9 +22,9 @@ from ctxfold.formats import loader
 from ctxfold.tokens.estimate import estimate_file
 from ctxfold.transcript.context import current_context
 from ctxfold.transcript.model import TextPart, ToolResultPart
-from interop.carry import messages, texts, validate
+from interop.carry import assert_carried_on, compact, messages, texts, tool_ids, validate
 from interop.server import Reply, ScriptedServer, anthropic_api
-from interop.test_pi import MODEL, PROVIDER, Bin, _configure, _pi, _session
+from interop.test_pi import MODEL, NEXT, PROVIDER, Bin, _configure, _pi, _resume, _session
 
 CUT_OFF = "Half of a plan that the stream cut off: first the parser, then the"
 
@@ -148,9 +148,10 @@ def _same(sent: list[str], ours: list[str]) -> None:
 
 def test_pi_sends_the_path_back_past_its_compaction(harness_bin: Bin, lab_home: Path) -> None:
     """pi compacts, and the session goes on; then a question parented to the first turn's answer,
-    before the compaction: pi sends the first turn again, without the summary. Then one parented
-    to the answer after the compaction, on the branch the first left: pi sends the summary, what
-    its compaction kept and that answer again. ctxfold's context is what pi sends each time."""
+        before the compaction: pi sends the first turn again, without the summary. Then one parented
+        to the answer after the compaction, on the branch the first left: pi sends the summary, what
+        its compaction kept and that answer again. ctxfold's context is what pi sends each time, and pi
+    carries on from ctxfold's compaction of it, without the branch left."""
     nothing = "Nothing to add. " + "Still nothing. " * 150  # more than pi keeps: the first turn is folded
     script = [*FIRST, Reply(nothing, input_tokens=190_000),  # over pi's threshold: it compacts
               Reply("## Goal\nThe lab summary."), Reply("The turn so far: a question."),  # (pi cut it)
@@ -177,4 +178,11 @@ def test_pi_sends_the_path_back_past_its_compaction(harness_bin: Bin, lab_home: 
         sent = _sent_after(harness_bin, lab_home, srv, session, "Once more.")
         assert any("The lab summary." in s for s in sent) and "Before it." not in sent
         _same(sent, ours)
-    assert estimate_file(session).warnings == []
+        assert estimate_file(session).warnings == []
+        before = srv.model_calls()
+        done = compact(session, lab_home)  # and pi carries on from ctxfold's compaction of that path
+        after = _resume(harness_bin, lab_home, srv, done)
+    assert_carried_on(
+        after, done, NEXT, ["Third question.", "Three.", "After it.", "Once more."], tool_ids(before)
+    )
+    assert not {"Before it.", "Go on."} & set(texts(after[0])) and "Before it." not in done.summary
