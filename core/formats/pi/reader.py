@@ -270,9 +270,8 @@ class Reader(ListReader):
         chain.clear()
         for uid in path[cut + 1 :]:
             chain.place(uid, None, None)
-            for e in self._tree.nodes[uid].made or ():
-                if isinstance(e, Message):
-                    chain.note(e.id)
+            for m in self._tree.messages([uid]):
+                chain.note(m.id)
         return Rewind(to=messages)
 
     def _entries(self, d: dict[str, Any], line: Line) -> list[Entry]:

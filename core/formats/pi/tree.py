@@ -12,55 +12,51 @@ MB, and pi itself holds them all too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any
 
 from ctxfold.formats.base import ReadWhole
 from ctxfold.transcript.context import summary_head
 from ctxfold.transcript.model import CompactionMarker, ContextReset, Entry, Message
 
-
-class Node(NamedTuple):
-    parent: str | None
-    # the messages pi sends again (not those it leaves out), or the cut; None: messages that the
-    # count cache's kept state left out
-    made: tuple[Entry, ...] | None
+_CUTS = (CompactionMarker, ContextReset)
 
 
 class Tree:
-    __slots__ = ("nodes",)
+    """``parents``: every entry's parent; ``made``: what it made (its messages, or its cut), or
+    None for messages that the count cache's kept state left out."""
+
+    __slots__ = ("made", "parents")
 
     def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}
-
-    def __getstate__(self) -> dict[str, Node]:
-        """Kept without the messages (they would make the count cache's state as large as the
-        session, and reading it back 5× slower): a branch back after it is read whole."""
-        return {uid: Node(n.parent, None) if _has_message(n.made) else n for uid, n in self.nodes.items()}
-
-    def __setstate__(self, nodes: dict[str, Node]) -> None:
-        self.nodes = nodes
+        self.parents: dict[str, str | None] = {}
+        self.made: dict[str, Sequence[Entry] | None] = {}
 
     def __contains__(self, uid: object) -> bool:
-        return uid in self.nodes
+        return uid in self.parents
 
-    def add(self, uid: str, parent: str | None, made: Iterable[Entry]) -> None:
-        kept = tuple(
-            e
-            for e in made
-            if (isinstance(e, Message) and not e.dropped) or isinstance(e, (CompactionMarker, ContextReset))
-        )
-        self.nodes[uid] = Node(parent, kept)
+    def __getstate__(self) -> tuple[Any, ...]:
+        """Kept without the messages (they would make the count cache's state as large as the
+        session, and reading it back 5× slower): a branch back after it is read whole."""
+        made = {uid: None if _has_message(m) else _cuts(m) for uid, m in self.made.items()}
+        return self.parents, made
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.parents, self.made = state
+
+    def add(self, uid: str, parent: str | None, made: Sequence[Entry]) -> None:
+        self.parents[uid] = parent
+        self.made[uid] = made  # (what pi leaves out is left when read)
 
     def path(self, uid: str) -> list[str]:
         """The ids from the root to ``uid`` (a loop in the parents ends it)."""
         out: list[str] = []
         seen: set[str] = set()
         at: str | None = uid
-        while at is not None and at in self.nodes and at not in seen:
+        while at is not None and at in self.parents and at not in seen:
             seen.add(at)
             out.append(at)
-            at = self.nodes[at].parent
+            at = self.parents[at]
         out.reverse()
         return out
 
@@ -68,26 +64,31 @@ class Tree:
         """The messages pi sends along ``path``, and where on it the newest cut is (-1: none)."""
         cut, at = None, -1
         for i, uid in enumerate(path):
-            for e in self.nodes[uid].made or ():  # (a node kept without messages holds no cut)
-                if isinstance(e, (CompactionMarker, ContextReset)):
+            for e in self.made[uid] or ():  # (an entry kept without its messages made no cut)
+                if isinstance(e, _CUTS):
                     cut, at = e, i
-        after = self._messages(path[at + 1 :])
+        after = self.messages(path[at + 1 :])
         if not isinstance(cut, CompactionMarker):
             return tuple(after), at
-        before = self._messages(path[:at])
+        before = self.messages(path[:at])
         ids = [m.id for m in before]
         kept = before[ids.index(cut.first_kept_id) :] if cut.first_kept_id in ids else []
         return (*summary_head(cut), *kept, *after), at
 
-    def _messages(self, uids: list[str]) -> list[Message]:
+    def messages(self, uids: list[str]) -> list[Message]:
+        """The messages pi sends of these entries (not a response that failed or was stopped)."""
         out: list[Message] = []
         for uid in uids:
-            made = self.nodes[uid].made
+            made = self.made[uid]
             if made is None:
                 raise ReadWhole(f"entry {uid}'s messages are not in the kept state")
-            out.extend(e for e in made if isinstance(e, Message))
+            out.extend(e for e in made if isinstance(e, Message) and not e.dropped)
         return out
 
 
-def _has_message(made: tuple[Entry, ...] | None) -> bool:
+def _has_message(made: Sequence[Entry] | None) -> bool:
     return made is not None and any(isinstance(e, Message) for e in made)
+
+
+def _cuts(made: Sequence[Entry] | None) -> tuple[Entry, ...]:
+    return tuple(e for e in made or () if isinstance(e, _CUTS))
