@@ -205,3 +205,30 @@ def test_a_kept_line_written_ahead_of_its_parent_is_kept_too(tmp_path: Path) -> 
     marker = next(e for e in loader.load(ahead).entries if isinstance(e, CompactionMarker))
     assert marker.first_kept_id == "q1"
     assert estimate_file(ahead).context_tokens == estimate_file(LOG).context_tokens
+
+
+def test_metadata_of_another_shape_keeps_nothing_and_fails_no_line(tmp_path: Path) -> None:
+    """Kept lines named by a list or an object where a uuid belongs (a later version's shape, a
+    damaged line) are none: the line reads, and the log written back drops what it cannot name."""
+    rows = _rows()
+    (at,) = [i for i, r in enumerate(rows) if r.get("subtype") == "compact_boundary"]
+    meta = rows[at]["compactMetadata"]
+    for name, odd in [
+        ("segment", {"preservedSegment": {**meta.get("preservedSegment", {}), "headUuid": ["q1"]}}),
+        ("listed", {"preservedMessages": {"anchorUuid": "x", "uuids": [["q1"]]}}),
+    ]:
+        bare = {k: v for k, v in meta.items() if k not in ("preservedSegment", "preservedMessages")}
+        rows[at] = {**rows[at], "compactMetadata": {**bare, **odd}}
+        path = _write(tmp_path / f"{name}.jsonl", rows)
+        t = loader.load(path)
+        assert not [e for e in t.entries if isinstance(e, CompactionMarker) and e.first_kept_id], name
+        assert b"".join(write(t)), name
+    env = {
+        "type": "attachment",
+        "attachment": {"type": "environment", "snapshot": {"isGitRepo": [1], "shell": "bash"}},
+    }
+    rows = [*_rows()[:1], {**_rows()[0], **env, "uuid": "env1", "parentUuid": _rows()[0].get("uuid")}]
+    assert (
+        "Shell: bash"
+        in current_context(loader.load(_write(tmp_path / "env.jsonl", rows)).entries).messages[-1].text
+    )

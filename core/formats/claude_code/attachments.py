@@ -138,7 +138,7 @@ def _environment(a: dict[str, Any]) -> str | None:
     rows = [
         ("Working directory", snap.get("workingDirectory")),
         ("Additional working directories", more or None),
-        ("Git repository", {True: "yes", False: "no"}.get(snap.get("isGitRepo"))),  # type: ignore[arg-type]
+        ("Git repository", _yes_no(snap.get("isGitRepo"))),
         ("Git worktree", "yes" if snap.get("isWorktree") is True else None),
         ("Platform", snap.get("platform")),
         ("Shell", snap.get("shell")),
@@ -146,6 +146,10 @@ def _environment(a: dict[str, Any]) -> str | None:
     ]
     lines = [f" - {name}: {value}" for name, value in rows if isinstance(value, str) and value]
     return "# Environment\n" + "\n".join(lines) if lines else None
+
+
+def _yes_no(value: Any) -> str | None:
+    return "yes" if value is True else "no" if value is False else None
 
 
 def _model(a: dict[str, Any]) -> str | None:

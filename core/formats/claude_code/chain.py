@@ -82,7 +82,11 @@ def preserved(chain: Chain, meta: dict[str, Any]) -> Preserved | None:
 def _listed(chain: Chain, listed: dict[str, Any]) -> tuple[str, list[Any]] | None:
     """The listed lines, when every one was read (a line written ahead of its parent too)."""
     anchor, lines = listed.get("anchorUuid"), listed.get("uuids")
-    if not isinstance(anchor, str) or not isinstance(lines, list):
+    if (
+        not isinstance(anchor, str)
+        or not isinstance(lines, list)
+        or not all(isinstance(u, str) for u in lines)
+    ):
         return None
     numbers = [chain.placed.get(uid) for uid in lines]  # (``get``: a seam's reader notes those it lacks)
     if not all(isinstance(n, int) for n in numbers) or not any(n >= 0 for n in numbers):  # type: ignore[operator]
@@ -91,8 +95,10 @@ def _listed(chain: Chain, listed: dict[str, Any]) -> tuple[str, list[Any]] | Non
 
 
 def _segment(chain: Chain, segment: dict[str, Any]) -> tuple[str, list[Any]] | None:
-    anchor = segment.get("anchorUuid")
-    first, last = chain.placed.get(segment.get("headUuid")), chain.placed.get(segment.get("tailUuid"))
+    anchor, head, tail = segment.get("anchorUuid"), segment.get("headUuid"), segment.get("tailUuid")
+    if not isinstance(head, str) or not isinstance(tail, str):
+        return None
+    first, last = chain.placed.get(head), chain.placed.get(tail)
     if not isinstance(anchor, str) or not isinstance(first, int) or not isinstance(last, int):
         return None
     if not 0 <= first <= last:

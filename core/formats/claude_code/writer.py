@@ -309,7 +309,10 @@ class _Writer:
         out = {k: v for k, v in meta.items() if k not in ("preservedSegment", "preservedMessages")}
         segment, listed = meta.get("preservedSegment"), meta.get("preservedMessages")
         anchor = str(uuid.uuid4())
-        new = self.renamed.get
+
+        def new(uid: Any) -> str | None:
+            return self.renamed.get(uid) if isinstance(uid, str) else None
+
         if isinstance(segment, dict):
             head, tail = new(segment.get("headUuid")), new(segment.get("tailUuid"))
             if head is None or tail is None:
