@@ -255,3 +255,25 @@ def test_a_counted_context_over_only_by_what_re_pairing_drops_is_read_again(
         want = _compact(path, tmp_path / "whole", m, "mask-observations", **options)
     assert seen == [True] and len(rereads) == 1
     assert "files" in got and got == want
+
+
+def test_what_a_claude_code_compaction_kept_is_masked_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code 2.1.332 keeps the newest messages after its summary line; masking as it reads
+    masks their results too, and says so (it forgot them, and refused a pass that masked only
+    those as one that changed nothing: found by fuzzing)."""
+    path = tmp_path / "kept.jsonl"
+    rows = [
+        json.loads(line) for line in (FIXTURES / "claude-code" / "preserved.jsonl").read_text().splitlines()
+    ]
+    (result,) = [r for r in rows if r.get("uuid") == "q3"]  # the kept turn's result: made worth masking
+    (block,) = result["message"]["content"]
+    block["content"] = "row 1,2,3\n" * 3000
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = _compact(path, tmp_path / "out", monkeypatch, "mask-observations", keep_observations=0)
+    assert "refused" not in got, got
+    written = b"".join(v for k, v in got["files"].items() if k.endswith(".jsonl"))
+    placeholders = len(re.findall(rb"output removed by ctxfold", written))
+    (note,) = [n for n in got["notes"] if n.startswith("masked ")]
+    assert placeholders >= 1 and note.startswith(f"masked {placeholders} of "), (note, placeholders)

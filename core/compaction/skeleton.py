@@ -169,7 +169,8 @@ class Outlining:
     def _build(self, e: Entry) -> None:
         self.building.add(e)
         if isinstance(e, (CompactionMarker, ContextReset, Rewind)) and self.masking is not None:
-            self.masking.retain(self.building.ctx.messages)
+            # (what a Claude Code compaction kept waits behind its summary line: still live)
+            self.masking.retain([*self.building.ctx.messages, *(self.building.behind or ())])
 
     def _share(self, e: ContextUpdate) -> ContextUpdate:
         """``e`` holding the objects of the last update with equal parts: a harness repeats its
