@@ -380,9 +380,10 @@ class SessionCounter:
                 s.by_category[cat] += n
 
     def _rewind(self, r: Rewind) -> None:
-        """The messages the conversation went back past leave the context; the next assistant
-        message is another request. (Server-side tool calls among them are still counted: Claude
-        Code, the one log that rewinds, records none in the context.)"""
+        """The messages the conversation went back past leave the context, or it is the context
+        the rewind gives whole (``to``); the next assistant message is another request.
+        (Server-side tool calls among those left are still counted: the logs that rewind record
+        none in the context.)"""
         s = self.state
         self._in_run = False
         if r.to is not None:  # a point the context no longer holds: the context from there, whole
