@@ -152,9 +152,8 @@ def rewound(
     context whole; a streamed context (``compact`` of a long one) drops them itself, or asks for
     the session to be read whole."""
     if hasattr(messages, "drop"):
-        messages.drop(ids)
-        if to is None:
-            return messages
+        messages.drop(ids)  # (a streamed context the digest has read asks for the whole read)
+        return messages if to is None else list(to)
     if to is not None:
         return list(to)
     kept = messages[: max(0, len(messages) - last)]

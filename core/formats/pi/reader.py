@@ -46,7 +46,7 @@ from ctxfold.formats.base import (
     rest,
 )
 from ctxfold.formats.chain import Chain
-from ctxfold.formats.pi.tree import Tree
+from ctxfold.formats.pi.tree import CUTS, Tree
 from ctxfold.transcript.model import (
     ApiError,
     CompactionMarker,
@@ -252,7 +252,7 @@ class Reader(ListReader):
                 out = [Rewind(tuple(gone)), *out]
         elif at is None and isinstance(parent, str) and parent in self._tree:
             out = [self._back_to(parent), *out]
-        if any(isinstance(e, (CompactionMarker, ContextReset)) for e in out):
+        if any(isinstance(e, CUTS) for e in out):
             chain.clear()
         chain.place(uid, None, None)  # (pi writes no entry before its parent: all are placed)
         for e in out:

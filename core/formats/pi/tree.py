@@ -19,7 +19,7 @@ from ctxfold.formats.base import ReadWhole
 from ctxfold.transcript.context import summary_head
 from ctxfold.transcript.model import CompactionMarker, ContextReset, Entry, Message
 
-_CUTS = (CompactionMarker, ContextReset)
+CUTS = (CompactionMarker, ContextReset)  # the entries pi's context starts again after
 
 
 class Tree:
@@ -65,14 +65,13 @@ class Tree:
         cut, at = None, -1
         for i, uid in enumerate(path):
             for e in self.made[uid] or ():  # (an entry kept without its messages made no cut)
-                if isinstance(e, _CUTS):
+                if isinstance(e, CUTS):
                     cut, at = e, i
         after = self.messages(path[at + 1 :])
         if not isinstance(cut, CompactionMarker):
             return tuple(after), at
-        before = self.messages(path[:at])
-        ids = [m.id for m in before]
-        kept = before[ids.index(cut.first_kept_id) :] if cut.first_kept_id in ids else []
+        before = path[:at]  # (the kept entries only: those before them are not needed)
+        kept = self.messages(before[before.index(cut.first_kept_id) :]) if cut.first_kept_id in before else []
         return (*summary_head(cut), *kept, *after), at
 
     def messages(self, uids: list[str]) -> list[Message]:
@@ -91,4 +90,4 @@ def _has_message(made: Sequence[Entry] | None) -> bool:
 
 
 def _cuts(made: Sequence[Entry] | None) -> tuple[Entry, ...]:
-    return tuple(e for e in made or () if isinstance(e, _CUTS))
+    return tuple(e for e in made or () if isinstance(e, CUTS))
